@@ -1,0 +1,11 @@
+"""A CUDA lab notebook that proves its own numbers.
+
+Experiments import their declaration API from here; nothing in this package touches a GPU
+until ``labnotebook.run.device.open_context`` is called by a worker process.
+"""
+
+from .run.declare import (Baseline, Case, Experiment, Kernel, Launch, Tolerance, Unsupported,
+                          cdiv, sizes)
+
+__all__ = ["Baseline", "Case", "Experiment", "Kernel", "Launch", "Tolerance", "Unsupported",
+           "cdiv", "sizes"]

@@ -1,0 +1,50 @@
+"""Figures derived from stored rows: throughput, % of the measured ceiling, speedups, staleness.
+
+Used by ``--summary`` and by the site, so both always say the same thing about a row.
+"""
+
+from __future__ import annotations
+
+
+def median_ms(row: dict) -> float | None:
+    t = row.get("time")
+    return t["median_ms"] if t else None
+
+
+def throughput(row: dict) -> tuple[float | None, str | None]:
+    """``(value, unit)``: GB/s where the row moves bytes, else TFLOP/s where it does flops."""
+    ms = median_ms(row)
+    if ms is None:
+        return None, None
+    if row.get("bytes"):
+        return row["bytes"] / (ms * 1e6), "GB/s"
+    if row.get("flops"):
+        return row["flops"] / (ms * 1e9), "TFLOP/s"
+    return None, None
+
+
+def pct_of_ceiling(row: dict, record: dict) -> float | None:
+    """Bandwidth as a percentage of the copy bandwidth measured in the same run."""
+    value, unit = throughput(row)
+    ceiling = (record.get("ceiling") or {}).get("gbs")
+    if unit != "GB/s" or not ceiling or row.get("kind") in ("transfer",) or row.get("device") == "cpu":
+        return None
+    return 100.0 * value / ceiling
+
+
+def speedup(row: dict, over: dict | None) -> float | None:
+    """How many times faster ``row`` is than ``over`` (same case), by medians."""
+    a, b = median_ms(row), median_ms(over) if over else None
+    return b / a if a and b else None
+
+
+def verified(row: dict) -> bool | None:
+    """True when every element matched the reference; None when nothing was checked."""
+    if row.get("kind") in ("transfer", "ceiling"):
+        return None
+    return {"ok": True, "failed": False, "xfail": False}.get(row["status"])
+
+
+def is_stale(record: dict, current_hash: str | None) -> bool:
+    """A record is stale when the sources that produced it have changed since."""
+    return current_hash is not None and record.get("source_hash") != current_hash

@@ -1,0 +1,120 @@
+"""The GPU: open a context, and describe the device and toolchain for provenance.
+
+PyCUDA is imported here, lazily, and nowhere else: rendering and ``--summary`` never need it.
+We take the device's *primary* context, the one PyTorch uses too, so library baselines run in
+the same context and on the same default stream as our kernels and are timed the same way.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import re
+import subprocess
+
+from ..errors import NoGPUError
+from .compile import nvcc_path
+
+
+def gpu_name_from_smi() -> str | None:
+    """The GPU's name without creating a CUDA context (so checking staleness stays cheap)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    names = out.stdout.strip().splitlines()
+    return names[0].strip() if out.returncode == 0 and names else None
+
+
+def open_context():
+    """Import PyCUDA, push device 0's primary context and return ``(cuda, device, context)``."""
+    try:
+        import pycuda.driver as cuda
+    except ImportError as e:
+        raise NoGPUError(f"PyCUDA is not installed ({e}); install the GPU extra: pip install -e '.[gpu]'")
+    try:
+        cuda.init()
+        if cuda.Device.count() == 0:
+            raise NoGPUError("no CUDA device found")
+        device = cuda.Device(int(os.environ.get("NOTEBOOK_DEVICE", "0")))
+        context = device.retain_primary_context()
+        context.push()
+    except cuda.Error as e:
+        raise NoGPUError(f"no usable CUDA GPU: {e}")
+    return cuda, device, context
+
+
+def _smi(*fields: str) -> dict[str, str]:
+    out = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True, timeout=30)
+    values = out.stdout.strip().splitlines()[0].split(", ") if out.returncode == 0 else []
+    return dict(zip(fields, (v.strip() for v in values)))
+
+
+def _version(module: str) -> str | None:
+    try:
+        return __import__(module).__version__
+    except Exception:
+        return None
+
+
+def _nvcc_version() -> str | None:
+    nvcc = nvcc_path()
+    if not nvcc:
+        return None
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"release ([\d.]+), V([\d.]+)", out)
+    return m.group(2) if m else None
+
+
+def describe(cuda, device) -> dict:
+    """GPU facts and toolchain versions, recorded beside every result. No paths or host names."""
+    attr = cuda.device_attribute
+    smi = _smi("driver_version", "clocks.max.sm", "clocks.max.mem", "clocks.sm", "memory.total",
+               "power.limit", "pci.device_id")
+    major, minor = device.compute_capability()
+    driver = cuda.get_driver_version()
+    return {
+        "gpu": device.name(),
+        "compute_capability": f"{major}.{minor}",
+        "sm_count": device.get_attribute(attr.MULTIPROCESSOR_COUNT),
+        "l2_bytes": device.get_attribute(attr.L2_CACHE_SIZE),
+        "memory_bytes": device.total_memory(),
+        "max_sm_clock_mhz": _int(smi.get("clocks.max.sm")),
+        "max_mem_clock_mhz": _int(smi.get("clocks.max.mem")),
+        "sm_clock_at_start_mhz": _int(smi.get("clocks.sm")),
+        "power_limit_w": _float(smi.get("power.limit")),
+        "driver": smi.get("driver_version"),
+        "cuda_driver_api": f"{driver // 1000}.{driver % 1000 // 10}",
+        "nvcc": _nvcc_version(),
+        "pycuda": __import__("pycuda").VERSION_TEXT,
+        "numpy": _version("numpy"),
+        "torch": _version("torch"),
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": os.environ.get("NOTEBOOK_GIT_COMMIT") or _git_commit(),
+    }
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except OSError:
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _int(v):
+    try:
+        return int(float(v))
+    except (TypeError, ValueError):
+        return None
+
+
+def _float(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None

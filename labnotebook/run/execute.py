@@ -1,0 +1,251 @@
+"""Run one experiment on the GPU: for every case, make inputs, compute the reference, then for
+every kernel poison the outputs, launch, verify every element, and only then time it.
+
+This runs inside a worker process (see ``worker.py``), so a crash or a sticky CUDA error here
+takes down this experiment alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..errors import ExperimentError, NotebookError
+from .compile import compile_cubin
+from .declare import Case, Experiment, Kernel, Launch, Unsupported
+from .device import describe, open_context
+from .timing import GpuTimer, time_cpu
+from .verify import compare
+
+POISON_BYTE = 0xFF  # all-ones bytes are NaN in every float type, so an unwritten element fails.
+
+
+class FatalCudaError(NotebookError):
+    """The CUDA context is unusable (an illegal address, say): nothing more can run in it."""
+
+
+def _digest(arrays: dict[str, np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        h.update(np.ascontiguousarray(arrays[name]).tobytes())
+    return h.hexdigest()[:16]
+
+
+def _as_numpy(value) -> np.ndarray:
+    if hasattr(value, "cpu"):  # torch tensors, on whatever device
+        value = value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+class Runner:
+    """Holds the context, the compiled kernels and the timer for one experiment's run."""
+
+    def __init__(self, exp: Experiment, folder: Path, root: Path, log: Callable[[str], None]):
+        self.exp, self.folder, self.root, self.log = exp, folder, root, log
+        self.cuda, self.device, self.context = open_context()
+        self.timer = GpuTimer(self.cuda)
+        major, minor = self.device.compute_capability()
+        self.arch = f"sm_{major}{minor}"
+        self.functions: dict[str, object] = {}
+        self.kernel_info: dict[str, dict] = {}
+
+    def close(self) -> None:
+        self.context.pop()
+
+    # -- compiling ---------------------------------------------------------------------------
+    def compile(self, build_dir: Path) -> None:
+        for k in self.exp.kernels:
+            compiled = compile_cubin(self.folder / k.source, build_dir, self.arch, k.nvcc_options, self.root)
+            module = self.cuda.module_from_file(str(compiled.cubin))
+            try:
+                self.functions[k.name] = module.get_function(k.function)
+            except self.cuda.Error:
+                raise ExperimentError(f'{k.source} has no extern "C" __global__ function {k.function!r}')
+            self.kernel_info[k.name] = {
+                "source": k.source, "function": k.function, "arch": self.arch,
+                "resources": compiled.resources.get(k.function, {}),
+                "expected_failure": k.expected_failure}
+
+    # -- one case ----------------------------------------------------------------------------
+    def run_case(self, case: Case, timed: bool, seed: int) -> list[dict]:
+        exp, cuda = self.exp, self.cuda
+        rng = np.random.default_rng([exp.seed, seed])
+        inputs = exp.inputs(case, rng)
+        reference = exp.reference(**inputs)
+        missing = set(exp.outputs) - set(reference)
+        if missing:
+            raise ExperimentError(f"reference() returned no {sorted(missing)}")
+        buffers = {name: cuda.to_device(np.ascontiguousarray(a)) for name, a in inputs.items()}
+        host_out = {name: np.empty(reference[name].shape, dtype) for name, dtype in exp.outputs.items()}
+        buffers.update({name: cuda.mem_alloc(max(a.nbytes, 1)) for name, a in host_out.items()})
+        rows = []
+        base = {"case": case.name, "params": case.params, "timed": timed,
+                "bytes": exp.bytes_moved(case) if exp.bytes_moved else None,
+                "flops": exp.flops(case) if exp.flops else None}
+        try:
+            if timed and exp.time_transfers:
+                rows += self.transfer_rows(inputs, host_out, buffers, base)
+            for k in exp.kernels:
+                rows.append({"kind": "kernel", "name": k.name, **base,
+                             **self.run_kernel(k, case, buffers, host_out, reference, timed)})
+            if timed:
+                for b in exp.baselines:
+                    rows.append({"kind": "baseline", "name": b.name, "device": b.device, **base,
+                                 **self.run_baseline(b, case, inputs, reference)})
+        finally:
+            for buf in buffers.values():
+                buf.free()
+        return rows
+
+    def run_kernel(self, k: Kernel, case: Case, buffers, host_out, reference, timed) -> dict:
+        try:
+            launch = k.launch(case)
+        except Unsupported as e:
+            return {"status": "skipped", "error": f"unsupported: {e}"}
+        go = self._launcher(k, launch, buffers)
+        row: dict = {"launch": {"grid": list(launch.grid), "block": list(launch.block),
+                                "shared_bytes": launch.shared_bytes}}
+        try:
+            for name, host in host_out.items():
+                self.cuda.memset_d8(buffers[name], POISON_BYTE, max(host.nbytes, 1))
+            go()
+            self.context.synchronize()
+            for name, host in host_out.items():
+                self.cuda.memcpy_dtoh(host, buffers[name])
+        except self.cuda.Error as e:
+            self._check_context(f"kernel {k.name}")
+            return {**row, "status": "failed", "error": f"CUDA error: {e}"}
+        row.update(self._verify(host_out, reference))
+        row["digest"] = _digest(host_out)
+        if row["status"] == "ok" and timed:
+            try:
+                row["time"] = self.timer.time(go)
+            except self.cuda.Error as e:
+                self._check_context(f"timing kernel {k.name}")
+                return {**row, "status": "failed", "error": f"CUDA error while timing: {e}"}
+        return row
+
+    def run_baseline(self, b, case: Case, inputs, reference) -> dict:
+        for module in b.requires:
+            if importlib.util.find_spec(module) is None:
+                return {"status": "skipped", "error": f"{module} is not installed"}
+        fn = b.prepare(case, inputs)
+        outputs = {name: _as_numpy(v) for name, v in fn().items()}
+        row = self._verify(outputs, reference)
+        if row["status"] == "ok":
+            row["time"] = self.timer.time(fn) if b.device == "gpu" else time_cpu(fn)
+        return row
+
+    def transfer_rows(self, inputs, host_out, buffers, base) -> list[dict]:
+        """Host<->device copies from ordinary (pageable) NumPy arrays, as a naive program makes them."""
+        cuda = self.cuda
+
+        def h2d():
+            for name, a in inputs.items():
+                cuda.memcpy_htod(buffers[name], a)
+
+        def d2h():
+            for name, a in host_out.items():
+                cuda.memcpy_dtoh(a, buffers[name])
+
+        rows = []
+        for name, fn, arrays in (("h2d", h2d, inputs), ("d2h", d2h, host_out)):
+            rows.append({"kind": "transfer", "name": name, **base, "status": "ok",
+                         "bytes": sum(a.nbytes for a in arrays.values()), "memory": "pageable",
+                         "time": self.timer.time(fn)})
+        return rows
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _launcher(self, k: Kernel, launch: Launch, buffers) -> Callable[[], None]:
+        args = []
+        for a in launch.args:
+            if isinstance(a, str):
+                if a not in buffers:
+                    raise ExperimentError(f"kernel {k.name}: launch names buffer {a!r}; "
+                                          f"the buffers are {sorted(buffers)}")
+                args.append(buffers[a])
+            else:
+                args.append(a)
+        grid = tuple(int(g) for g in launch.grid) + (1,) * (3 - len(launch.grid))
+        block = tuple(int(b) for b in launch.block) + (1,) * (3 - len(launch.block))
+        fn = self.functions[k.name]
+        return lambda: fn(*args, grid=grid, block=block, shared=launch.shared_bytes)
+
+    def _verify(self, outputs, reference) -> dict:
+        checks = {name: compare(outputs[name], reference[name], self.exp.tolerance)
+                  for name in self.exp.outputs}
+        worst = max(checks.values(), key=lambda c: (c.max_abs_err, c.mismatches))
+        row = {"status": "ok" if all(c.ok for c in checks.values()) else "failed",
+               "check": worst.as_record()}
+        bad = [c.describe(n) for n, c in checks.items() if not c.ok]
+        if bad:
+            row["error"] = "wrong answer: " + "; ".join(bad)
+        return row
+
+    def _check_context(self, where: str) -> None:
+        """After a CUDA error, find out whether the context survived; if not, stop everything."""
+        try:
+            self.context.synchronize()
+            self.cuda.mem_alloc(1).free()
+        except self.cuda.Error as e:
+            raise FatalCudaError(f"{where} left the CUDA context unusable: {e}")
+
+
+def apply_expected_failures(exp: Experiment, rows: list[dict]) -> list[str]:
+    """Turn failures of declared expected-failure kernels into ``xfail``; return problems, such as
+    an expected failure that passed everywhere (sphinx-gallery's rule: it must fail)."""
+    problems = []
+    for k in exp.kernels:
+        if not k.expected_failure:
+            continue
+        mine = [r for r in rows if r["kind"] == "kernel" and r["name"] == k.name]
+        for r in mine:
+            if r["status"] == "failed":
+                r["status"] = "xfail"
+        if mine and not any(r["status"] == "xfail" for r in mine):
+            problems.append(f"kernel {k.name} is declared to fail ({k.expected_failure}) "
+                            "but passed every case")
+    return problems
+
+
+def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: dict | None,
+                   log: Callable[[str], None] = print, cases: list[Case] | None = None,
+                   edge_cases: list[Case] | None = None) -> dict:
+    """Run ``exp`` and return its results record (see ``store.py`` for the format)."""
+    t0 = time.perf_counter()
+    runner = Runner(exp, folder, root, log)
+    try:
+        with tempfile.TemporaryDirectory(prefix="notebook-cubin-") as build_dir:
+            runner.compile(Path(build_dir))
+        if ceiling is None:
+            ceiling = runner.timer.copy_bandwidth()
+        timed = exp.cases if cases is None else cases
+        edges = exp.edge_cases if edge_cases is None else edge_cases
+        rows = []
+        for i, (case, is_timed) in enumerate([(c, True) for c in timed] + [(c, False) for c in edges]):
+            case_rows = runner.run_case(case, is_timed, seed=i)
+            for r in case_rows:
+                shown = r["time"]["median_ms"] if "time" in r else None
+                log(f"  {case.name:>12}  {r['name']:<18} {r['status']:<8}"
+                    + (f" {shown:.4f} ms" if shown is not None else "")
+                    + (f"  {r['error']}" if r.get("error") else ""))
+            rows += case_rows
+        problems = apply_expected_failures(exp, rows)
+        info = describe(runner.cuda, runner.device)
+    finally:
+        runner.close()
+    failed = [f"{r['name']} @ {r['case']}: {r['error']}" for r in rows if r["status"] == "failed"]
+    return {
+        "experiment": exp.name, "title": exp.title, "gpu": info["gpu"], "provenance": info,
+        "ceiling": {k: ceiling[k] for k in ("gbs", "median_ms", "bytes")},
+        "kernels": runner.kernel_info, "rows": rows,
+        "status": "failed" if failed or problems else "ok",
+        "problems": problems + failed,
+        "duration_s": round(time.perf_counter() - t0, 2),
+    }

@@ -1,0 +1,87 @@
+"""The one way we time things: CUDA events, warm-up, many repetitions, L2 flushed before each.
+
+Modelled on ``triton.testing.do_bench``: a trial run sets the repetition count; before every
+repetition a 256 MiB buffer is overwritten so that the inputs are not served from L2 (50 MiB on
+an H100), and while the GPU does that the host has time to queue the timed launch behind it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+
+FLUSH_BYTES = 256 << 20
+WARMUP_MS = 25.0
+REP_MS = 200.0
+MIN_REPS = 10
+MAX_REPS = 1000
+
+
+def stats(samples_ms: list[float]) -> dict:
+    """Median and spread of a list of times, the form every timed row stores."""
+    s = np.asarray(samples_ms, dtype=np.float64)
+    q10, median, q90 = np.quantile(s, [0.1, 0.5, 0.9])
+    return {"median_ms": float(median), "q10_ms": float(q10), "q90_ms": float(q90),
+            "min_ms": float(s.min()), "max_ms": float(s.max()), "reps": int(s.size)}
+
+
+def _reps(estimate_ms: float, budget_ms: float) -> int:
+    return int(np.clip(budget_ms / max(estimate_ms, 1e-4), MIN_REPS, MAX_REPS))
+
+
+class GpuTimer:
+    """Times callables that enqueue GPU work on the default stream of the current context."""
+
+    def __init__(self, cuda):
+        self.cuda = cuda
+        self.flush_buffer = cuda.mem_alloc(FLUSH_BYTES)
+
+    def flush(self) -> None:
+        self.cuda.memset_d32(self.flush_buffer, 0, FLUSH_BYTES // 4)
+
+    def _once(self, fn: Callable[[], object]) -> float:
+        start, end = self.cuda.Event(), self.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return start.time_till(end)
+
+    def time(self, fn: Callable[[], object]) -> dict:
+        estimate = min(self._once(fn) for _ in range(3))
+        for _ in range(_reps(estimate, WARMUP_MS) // 4):
+            fn()
+        reps = _reps(estimate, REP_MS)
+        events = [(self.cuda.Event(), self.cuda.Event()) for _ in range(reps)]
+        for start, end in events:
+            self.flush()
+            start.record()
+            fn()
+            end.record()
+        events[-1][1].synchronize()
+        return stats([start.time_till(end) for start, end in events])
+
+    def copy_bandwidth(self, nbytes: int = 1 << 30) -> dict:
+        """The ceiling for memory-bound kernels: a device-to-device copy, bytes read plus written."""
+        src, dst = self.cuda.mem_alloc(nbytes), self.cuda.mem_alloc(nbytes)
+        try:
+            self.cuda.memset_d32(src, 0x3F800000, nbytes // 4)
+            t = self.time(lambda: self.cuda.memcpy_dtod(dst, src, nbytes))
+        finally:
+            src.free()
+            dst.free()
+        return {**t, "bytes": 2 * nbytes, "gbs": 2 * nbytes / (t["median_ms"] * 1e6)}
+
+
+def time_cpu(fn: Callable[[], object]) -> dict:
+    """Host-clock timing for CPU baselines, with the same warm-up and repetition rules."""
+    def once() -> float:
+        t0 = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t0) * 1e3
+    estimate = min(once() for _ in range(2))
+    for _ in range(min(_reps(estimate, WARMUP_MS) // 4, 3)):
+        fn()
+    return stats([once() for _ in range(_reps(estimate, REP_MS))])

@@ -1,0 +1,135 @@
+"""The committed results: one JSON file per experiment and GPU, written atomically.
+
+Layout under ``results/``::
+
+    <experiment>/<gpu-slug>.json           the last successful-or-verified run (rows, provenance)
+    <experiment>/<gpu-slug>.failure.json   the last run that could not finish, if it came later
+    ceilings/<gpu-slug>.json               the copy bandwidth measured at the start of the last run
+
+Files are sorted, indented JSON with a format version; a file that is corrupt or of another
+format is refused with a message that says how to fix it. Writing goes to a temporary file in
+the same folder that is fsynced and then renamed over the old one, so a run killed at any point
+leaves either the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from .errors import ResultsError
+
+FORMAT = "labnotebook-results/1"
+CEILINGS = "ceilings"
+
+
+def gpu_slug(gpu: str) -> str:
+    """``NVIDIA H100 80GB HBM3`` -> ``nvidia-h100-80gb-hbm3``."""
+    return re.sub(r"[^a-z0-9]+", "-", gpu.lower()).strip("-")
+
+
+def _clean(value):
+    """JSON has no NaN or infinity: store them as strings, which the loader turns back."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _restore(value):
+    if value in ("inf", "-inf", "nan"):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _restore(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore(v) for v in value]
+    return value
+
+
+def write_json(path: Path, record: dict) -> None:
+    """Atomically replace ``path`` with ``record`` as sorted JSON."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(_clean(record), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def read_json(path: Path) -> dict:
+    """Load a results file, refusing anything that is not ours in this format."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ResultsError(f"{path.as_posix()} is corrupt ({e.msg} at line {e.lineno}); restore it "
+                           f"with `git checkout -- {path.as_posix()}` or re-run build_results.py")
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        found = record.get("format") if isinstance(record, dict) else type(record).__name__
+        raise ResultsError(f"{path.as_posix()} has format {found!r}, this notebook reads {FORMAT!r}; "
+                           "re-run build_results.py --force to rewrite it")
+    return _restore(record)
+
+
+class Store:
+    """Results of every experiment on every GPU, under one folder."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def path(self, experiment: str, gpu: str, failure: bool = False) -> Path:
+        return self.folder / experiment / (gpu_slug(gpu) + (".failure" if failure else "") + ".json")
+
+    def read(self, experiment: str, gpu: str) -> dict | None:
+        p = self.path(experiment, gpu)
+        return read_json(p) if p.exists() else None
+
+    def read_failure(self, experiment: str, gpu: str) -> dict | None:
+        p = self.path(experiment, gpu, failure=True)
+        return read_json(p) if p.exists() else None
+
+    def write(self, record: dict) -> Path:
+        """Store a finished run; it supersedes any earlier failure record for the same GPU."""
+        p = self.path(record["experiment"], record["gpu"])
+        write_json(p, {**record, "format": FORMAT})
+        self.path(record["experiment"], record["gpu"], failure=True).unlink(missing_ok=True)
+        return p
+
+    def write_failure(self, experiment: str, gpu: str, record: dict) -> Path:
+        """Record a run that could not finish, leaving the last good results untouched."""
+        p = self.path(experiment, gpu, failure=True)
+        write_json(p, {**record, "experiment": experiment, "gpu": gpu, "format": FORMAT})
+        return p
+
+    def gpus(self, experiment: str) -> list[str]:
+        """The GPUs that have results for ``experiment``, by their full names."""
+        return sorted({read_json(p)["gpu"] for p in self._files(experiment)})
+
+    def records(self, experiment: str | None = None) -> Iterator[dict]:
+        names = [experiment] if experiment else sorted(
+            p.name for p in self.folder.iterdir() if p.is_dir()) if self.folder.exists() else []
+        for name in names:
+            for p in self._files(name):
+                yield read_json(p)
+
+    def _files(self, experiment: str) -> list[Path]:
+        d = self.folder / experiment
+        return sorted(p for p in d.glob("*.json") if not p.name.endswith(".failure.json")) if d.exists() else []

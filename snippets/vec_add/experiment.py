@@ -1,0 +1,58 @@
+"""Vector add, c = a + b in float32: the CPU against the GPU, with and without the copies."""
+
+import numpy as np
+
+from labnotebook import Baseline, Case, Experiment, Kernel, Launch, Tolerance, cdiv, sizes
+
+BLOCK = 256
+# Rung 2 launches a fixed grid: enough 256-thread blocks to fill every SM several times over.
+FLOAT4_GRID = 132 * 8
+
+
+def inputs(case, rng):
+    return {"a": rng.standard_normal(case.n, dtype=np.float32),
+            "b": rng.standard_normal(case.n, dtype=np.float32)}
+
+
+def reference(a, b):
+    return {"c": a.astype(np.float64) + b.astype(np.float64)}
+
+
+def launch_naive(case):
+    return Launch(grid=(cdiv(case.n, BLOCK),), block=(BLOCK,), args=("a", "b", "c", np.int32(case.n)))
+
+
+def launch_float4(case):
+    grid = min(FLOAT4_GRID, max(1, cdiv(case.n, 4 * BLOCK)))
+    return Launch(grid=(grid,), block=(BLOCK,), args=("a", "b", "c", np.int64(case.n)))
+
+
+def numpy_add(case, x):
+    c = np.empty_like(x["a"])
+    return lambda: {"c": np.add(x["a"], x["b"], out=c)}
+
+
+def torch_add(case, x):
+    import torch
+
+    a, b = (torch.from_numpy(x[k]).cuda() for k in "ab")
+    c = torch.empty_like(a)
+    return lambda: {"c": torch.add(a, b, out=c)}
+
+
+experiment = Experiment(
+    title="Vector add: is the GPU faster?",
+    kernels=[Kernel("1_add.cu", "vec_add", launch_naive),
+             Kernel("2_add_float4.cu", "vec_add_float4", launch_float4)],
+    cases=[Case("10M", n=10_000_000), *sizes(*(2**k for k in range(10, 29, 2)))],
+    edge_cases=sizes(1, 3, 255, 257, 1_000_003, 4 * BLOCK * FLOAT4_GRID + 5),
+    inputs=inputs,
+    reference=reference,
+    outputs={"c": np.float32},
+    # A float32 add is correctly rounded: within half an ulp (2^-24 relative) of the exact sum.
+    tolerance=Tolerance(atol=0.0, rtol=2.0**-24),
+    bytes_moved=lambda case: 3 * 4 * case.n,
+    baselines=[Baseline("numpy", numpy_add, device="cpu"),
+               Baseline("torch", torch_add, requires=("torch",))],
+    time_transfers=True,
+)

@@ -1,0 +1,56 @@
+"""The same float32 add launched as a 1D grid and as a 3D grid over a (nz, ny, nx) array."""
+
+import numpy as np
+
+from labnotebook import Baseline, Case, Experiment, Kernel, Launch, Tolerance, cdiv
+
+BLOCK_3D = (16, 8, 8)
+
+
+def shape(nx, ny, nz, name=None):
+    return Case(name or f"{nx}x{ny}x{nz}", nx=nx, ny=ny, nz=nz)
+
+
+def inputs(case, rng):
+    dims = (case.nz, case.ny, case.nx)
+    return {"a": rng.standard_normal(dims, dtype=np.float32),
+            "b": rng.standard_normal(dims, dtype=np.float32)}
+
+
+def reference(a, b):
+    return {"c": a.astype(np.float64) + b.astype(np.float64)}
+
+
+def launch_1d(case):
+    n = case.nx * case.ny * case.nz
+    return Launch(grid=(cdiv(n, 1024),), block=(1024,), args=("a", "b", "c", np.int32(n)))
+
+
+def launch_3d(case):
+    bx, by, bz = BLOCK_3D
+    return Launch(grid=(cdiv(case.nx, bx), cdiv(case.ny, by), cdiv(case.nz, bz)), block=BLOCK_3D,
+                  args=("a", "b", "c", np.int32(case.nx), np.int32(case.ny), np.int32(case.nz)))
+
+
+def torch_add(case, x):
+    import torch
+
+    a, b = (torch.from_numpy(x[k]).cuda() for k in "ab")
+    c = torch.empty_like(a)
+    return lambda: {"c": torch.add(a, b, out=c)}
+
+
+experiment = Experiment(
+    title="Vector add in 3D: the same sum, another grid",
+    kernels=[Kernel("1_add_1d.cu", "add_1d", launch_1d),
+             Kernel("2_add_3d.cu", "add_3d", launch_3d)],
+    cases=[shape(256, 256, 160), shape(512, 512, 512), shape(1000, 100, 100)],
+    # Sizes that leave every block dimension partly empty.
+    edge_cases=[shape(1, 1, 1), shape(17, 9, 5), shape(1001, 3, 7), shape(16, 8, 9)],
+    inputs=inputs,
+    reference=reference,
+    outputs={"c": np.float32},
+    tolerance=Tolerance(atol=0.0, rtol=2.0**-24),
+    bytes_moved=lambda case: 3 * 4 * case.nx * case.ny * case.nz,
+    baselines=[Baseline("torch", torch_add, requires=("torch",))],
+)
