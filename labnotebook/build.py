@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .errors import NoGPUError, NotebookError
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         selected = {n: f for n, f in folders.items() if not args.only or n in args.only}
         return build(root, store, selected, force=args.force)
     except NotebookError as e:
-        console.print(f"[bold red]error:[/] {e}")
+        print(f"error: {e}", file=sys.stderr)  # one plain line: no markup, no wrapping
         return 2
 
 
@@ -87,7 +88,7 @@ def list_experiments(folders: dict[str, Path], store: Store) -> int:
         try:
             title, gpus = load(folder).title, store.gpus(name)
         except NotebookError as e:
-            table.add_row(name, "", "", f"[red]{e}[/]")
+            table.add_row(name, "", "", f"[red]{escape(str(e))}[/]")
             continue
         h = source_hash(folder)
         for gpu in gpus or [""]:
@@ -123,7 +124,7 @@ def run_ceiling(root: Path, store: Store, gpu: str) -> dict | None:
     with console.status("measuring the copy-bandwidth ceiling"):
         record, error = run_worker(root, CEILINGS, time_limit=300)
     if error:
-        console.print(f"[red]ceiling measurement failed:[/] {error}")
+        console.print(f"[red]ceiling measurement failed:[/] {escape(error)}")
         return None
     record["source_hash"] = engine_hash()
     store.write(record)
@@ -155,7 +156,7 @@ def fail(store, gpu, name, h, reason, t0, record=None) -> Outcome:
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     store.write_failure(name, gpu, {**(record or {}), "error": reason, "source_hash": h,
                                     "failed_at": now, "status": "failed"})
-    console.print(f"[bold red]✗ {name}:[/] {reason}")
+    console.print(f"[bold red]✗ {name}:[/] {escape(reason)}")
     return Outcome(name, "failed", reason, time.perf_counter() - t0)
 
 
@@ -202,7 +203,7 @@ def print_outcomes(gpu: str, outcomes: list[Outcome]) -> None:
     table = Table("experiment", "state", "detail", "seconds", title=f"build_results on {gpu}")
     style = {"ran": "green", "unchanged": "dim", "failed": "bold red"}
     for o in outcomes:
-        table.add_row(o.name, f"[{style[o.state]}]{o.state}[/]", o.detail, f"{o.seconds:.1f}")
+        table.add_row(o.name, f"[{style[o.state]}]{o.state}[/]", escape(o.detail), f"{o.seconds:.1f}")
     console.print(table)
     counts = {s: sum(o.state == s for o in outcomes) for s in ("ran", "unchanged", "failed")}
     console.print(", ".join(f"{n} {s}" for s, n in counts.items()))

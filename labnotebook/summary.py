@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -35,5 +36,8 @@ def summary_lines(root: Path, store: Store) -> Iterator[dict]:
 
 
 def print_summary(root: Path, store: Store) -> None:
-    for line in summary_lines(root, store):
-        print(json.dumps(line, sort_keys=False))
+    try:
+        for line in summary_lines(root, store):
+            print(json.dumps(line))
+    except BrokenPipeError:  # `--summary | head` closed the pipe: not an error
+        sys.stderr.close()

@@ -100,7 +100,10 @@ class Runner:
                                  **self.run_baseline(b, case, inputs, reference)})
         finally:
             for buf in buffers.values():
-                buf.free()
+                try:
+                    buf.free()
+                except cuda.Error:
+                    pass  # the context is already broken; the error that broke it is on its way up
         return rows
 
     def run_kernel(self, k: Kernel, case: Case, buffers, host_out, reference, timed) -> dict:
@@ -228,18 +231,22 @@ def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: dict | No
         timed = exp.cases if cases is None else cases
         edges = exp.edge_cases if edge_cases is None else edge_cases
         rows = []
-        for i, (case, is_timed) in enumerate([(c, True) for c in timed] + [(c, False) for c in edges]):
+        plan = [(c, True) for c in timed] + [(c, False) for c in edges]
+        for i, (case, is_timed) in enumerate(plan):
             case_rows = runner.run_case(case, is_timed, seed=i)
             for r in case_rows:
                 shown = r["time"]["median_ms"] if "time" in r else None
-                log(f"  {case.name:>12}  {r['name']:<18} {r['status']:<8}"
+                log(f"[{i + 1:>3}/{len(plan)}] {case.name:>12}  {r['name']:<18} {r['status']:<8}"
                     + (f" {shown:.4f} ms" if shown is not None else "")
                     + (f"  {r['error']}" if r.get("error") else ""))
             rows += case_rows
         problems = apply_expected_failures(exp, rows)
         info = describe(runner.cuda, runner.device)
     finally:
-        runner.close()
+        try:
+            runner.close()
+        except runner.cuda.Error:
+            pass
     failed = [f"{r['name']} @ {r['case']}: {r['error']}" for r in rows if r["status"] == "failed"]
     return {
         "experiment": exp.name, "title": exp.title, "gpu": info["gpu"], "provenance": info,

@@ -45,7 +45,8 @@ def compare(got: np.ndarray, want: np.ndarray, tol: Tolerance) -> Check:
     g = got.astype(np.float64, copy=False)
     w = want.astype(np.float64, copy=False)
     finite = np.isfinite(w)
-    err = np.abs(g - w)
+    with np.errstate(invalid="ignore"):  # inf - inf; handled just below
+        err = np.abs(g - w)
     err[~finite] = np.where(
         (np.isnan(w) & np.isnan(g)) | (g == w), 0.0, np.inf)[~finite]
     # NaN in got gives NaN error: make it infinitely wrong so it can never compare as passing.

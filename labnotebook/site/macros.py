@@ -1,0 +1,173 @@
+"""The macros a page uses to show results (mkdocs-macros loads this module by name).
+
+Every number on a page comes through one of these, from the committed results. When a result is
+missing, failed or stale the macro shows that on the page instead of (or beside) the number and
+logs a warning, so ``mkdocs build --strict`` fails while ``mkdocs serve`` still shows the page.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from pathlib import Path
+
+import yaml
+
+from .. import metrics
+from ..errors import NotebookError
+from . import fmt, plots, tables
+from .results import Problem, Results, View
+
+log = logging.getLogger("mkdocs.plugins.labnotebook")
+
+
+def define_env(env) -> None:
+    root = Path(env.conf["config_file_path"]).parent
+    results = Results(root)
+    default_gpu = env.conf["extra"]["notebook"]["gpu"]
+    reported: set[tuple[str, str]] = set()
+
+    def page() -> str:
+        return env.page.file.src_uri if env.page else "?"
+
+    def warn(message: str) -> None:
+        key = (page(), message)
+        if key not in reported:
+            reported.add(key)
+            log.warning(f"{page()}: {message}")
+
+    def view(experiment: str, gpu: str | None) -> View:
+        v = results.view(experiment, gpu or default_gpu)
+        for problem in v.problems():
+            warn(str(problem))
+        return v
+
+    def block(fn):
+        """A macro that returns a block: on a problem, a visible box in its place."""
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except (Problem, NotebookError) as e:
+                warn(str(e))
+                return tables.problem_box(e if isinstance(e, Problem) else Problem("missing", str(e)))
+        return env.macro(wrapper)
+
+    def inline(fn):
+        """A macro that returns a value in a sentence: on a problem, a marked placeholder."""
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except (Problem, NotebookError) as e:
+                warn(str(e))
+                kind = e.kind if isinstance(e, Problem) else "error"
+                return f'<span class="nb-problem" title="{tables.cell(e)}">⚠ {kind} result</span>'
+        return env.macro(wrapper)
+
+    def boxes(v: View) -> str:
+        return "".join(tables.problem_box(p) + "\n" for p in v.problems())
+
+    @block
+    def results_table(experiment, cases=None, kernels=None, baseline=None, gpu=None):
+        """A table of rows, with any problem boxes above it and the provenance below."""
+        v = view(experiment, gpu)
+        return (boxes(v) + tables.results_table(v, cases, kernels, baseline) + "\n\n"
+                + tables.provenance(v))
+
+    @block
+    def end_to_end(experiment, kernel, cpu, cases, gpu=None):
+        v = view(experiment, gpu)
+        return boxes(v) + tables.end_to_end_table(v, kernel, cpu, cases) + "\n"
+
+    @block
+    def sweep_plot(experiment, names, size_param="n", title="Bandwidth against size", gpu=None):
+        v = view(experiment, gpu)
+        if v.shown is None:
+            raise v.problems()[0]
+        return f'<figure class="nb-plot">\n{plots.bandwidth_sweep(v, names, size_param, title)}\n</figure>'
+
+    @block
+    def checks(experiment, gpu=None):
+        return tables.checks_line(view(experiment, gpu))
+
+    @inline
+    def value(experiment, kernel, case, what="median", gpu=None):
+        """One figure of one row: median, throughput, pct_ceiling, registers."""
+        v = view(experiment, gpu)
+        row = v.row(kernel, case)
+        if what == "median":
+            text = fmt.duration(metrics.median_ms(row))
+        elif what == "throughput":
+            text = fmt.rate(*metrics.throughput(row))
+        elif what == "pct_ceiling":
+            text = fmt.percent(metrics.pct_of_ceiling(row, v.shown))
+        elif what == "registers":
+            text = str(v.shown["kernels"][kernel]["resources"]["registers"])
+        else:
+            raise NotebookError(f"value(): unknown figure {what!r}")
+        return text + (' <span class="nb-stale">(stale)</span>' if v.stale else "")
+
+    @inline
+    def ceiling(experiment, gpu=None):
+        """The copy bandwidth measured in the same run as the experiment's results."""
+        v = view(experiment, gpu)
+        return fmt.rate(v.shown["ceiling"]["gbs"], "GB/s")
+
+    @inline
+    def speedup(experiment, case, fast, slow, with_copies=False, words=False, gpu=None):
+        """How many times faster ``fast`` is than ``slow``; with_copies adds fast's transfers.
+        With ``words``, the sentence's verb comes from the data: '3.1× faster' or '1.3× slower'."""
+        v = view(experiment, gpu)
+        fast_ms = metrics.median_ms(v.row(fast, case))
+        if with_copies:
+            fast_ms += sum(metrics.median_ms(v.row(t, case)) for t in ("h2d", "d2h"))
+        ratio = metrics.median_ms(v.row(slow, case)) / fast_ms
+        if not words:
+            return fmt.times(ratio)
+        return f"{fmt.times(ratio)} faster" if ratio >= 1 else f"{fmt.times(1 / ratio)} slower"
+
+    @inline
+    def gpu_name(experiment, gpu=None):
+        return tables.cell(view(experiment, gpu).gpu)
+
+    @inline
+    def same_output(experiment, kernels, gpu=None):
+        """Whether the kernels wrote bit-identical outputs in every case, checked by digest."""
+        v = view(experiment, gpu)
+        by_case: dict[str, set[str]] = {}
+        for r in v.shown["rows"]:
+            if r["kind"] == "kernel" and r["name"] in kernels:
+                by_case.setdefault(r["case"], set()).add(r.get("digest"))
+        differ = [c for c, digests in by_case.items() if len(digests) != 1 or None in digests]
+        if differ or not by_case:
+            raise Problem("failed", f"{experiment}: {kernels} differ at {differ or 'every case'}")
+        return f"bit-identical in all {len(by_case)} cases"
+
+    @env.macro
+    def contents():
+        """The notebook's entries, one line each, oldest first, from each page's front matter."""
+        docs = Path(env.conf["docs_dir"])
+        entries = []
+        for position, path in enumerate(_nav_files(env.conf["nav"])):
+            meta = _front_matter(docs / path)
+            if "date" in meta:
+                entries.append((str(meta["date"]), position, path, meta))
+        entries.sort()
+        return "\n".join(f"- **{date}** · [{meta['title']}]({path}) — {meta.get('summary', '')}"
+                         for date, _, path, meta in entries)
+
+
+def _nav_files(nav) -> list[str]:
+    out = []
+    for item in nav or []:
+        value = next(iter(item.values())) if isinstance(item, dict) else item
+        out += _nav_files(value) if isinstance(value, list) else [value]
+    return out
+
+
+def _front_matter(path: Path) -> dict:
+    text = path.read_text(encoding="utf-8")
+    if not text.startswith("---"):
+        return {}
+    return yaml.safe_load(text.split("---", 2)[1]) or {}

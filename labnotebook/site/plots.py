@@ -1,0 +1,56 @@
+"""Plots drawn at site-build time from the stored rows, as inline SVG that reads in light and dark."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .. import metrics  # noqa: E402
+from .results import View  # noqa: E402
+
+# Mid-grey text and axes read on Material's white and slate backgrounds alike.
+INK = "#888888"
+STYLE = {
+    "svg.fonttype": "none", "svg.hashsalt": "labnotebook", "font.size": 11,
+    "text.color": INK, "axes.labelcolor": INK, "axes.edgecolor": INK,
+    "xtick.color": INK, "ytick.color": INK, "axes.facecolor": "none", "figure.facecolor": "none",
+    "savefig.transparent": True, "axes.grid": True, "grid.color": INK, "grid.alpha": 0.25,
+    "legend.frameon": False,
+}
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def bandwidth_sweep(view: View, names: list[str], size_param: str, title: str) -> str:
+    """GB/s against problem size, one line per kernel or baseline, the copy ceiling as a line."""
+    record = view.shown
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7.5, 4.2))
+        for name in names:
+            rows = [r for r in view.rows() if r["name"] == name and r["status"] == "ok"
+                    and size_param in r["params"]]
+            rows.sort(key=lambda r: r["params"][size_param])
+            xs = [r["params"][size_param] for r in rows]
+            ys = [metrics.throughput(r)[0] for r in rows]
+            ax.plot(xs, ys, marker="o", markersize=3.5, label=name)
+        ceiling = record["ceiling"]["gbs"]
+        ax.axhline(ceiling, color=INK, linestyle="--", linewidth=1)
+        ax.annotate(f"device-to-device copy, {ceiling:,.0f} GB/s", (0.01, ceiling),
+                    xycoords=("axes fraction", "data"), va="bottom", fontsize=9)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(f"{size_param} (elements)")
+        ax.set_ylabel("GB/s (bytes read + written)")
+        ax.set_title(f"{title} — {view.gpu}", fontsize=11)
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))
+        return _svg(fig)

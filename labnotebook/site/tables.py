@@ -1,0 +1,126 @@
+"""Markdown for results: tables of rows, the provenance line, and boxes for problems."""
+
+from __future__ import annotations
+
+import html
+
+from .. import metrics
+from . import fmt
+from .results import Problem, View
+
+STATUS_WORDS = {"failed": "✗ failed", "xfail": "✗ expected failure", "skipped": "– skipped"}
+PROBLEM_BOX = {"failed": ("failure", "Last run failed"), "stale": ("warning", "Stale results"),
+               "missing": ("danger", "Missing results")}
+
+
+def cell(text: str) -> str:
+    """Escape anything captured from a program before it goes into a table cell."""
+    return html.escape(str(text)).replace("|", "&#124;").replace("\n", " ")
+
+
+def label(row: dict) -> str:
+    if row["kind"] == "transfer":
+        return {"h2d": "host → device copy", "d2h": "device → host copy"}[row["name"]]
+    if row["kind"] == "baseline":
+        return f"{row['name']} ({'CPU' if row.get('device') == 'cpu' else 'GPU'})"
+    return f"`{row['name']}`"
+
+
+def verified(row: dict) -> str:
+    if row["status"] != "ok":
+        return f"{STATUS_WORDS[row['status']]}: {cell(row.get('error', ''))}"
+    if "check" not in row:
+        return "–"
+    return f"✓ {fmt.error(row['check'])}"
+
+
+def results_table(view: View, cases: list[str] | None = None, names: list[str] | None = None,
+                  baseline: str | None = None) -> str:
+    """Kernel, case, median with spread, throughput, % of ceiling, speedup, verification."""
+    record = view.shown
+    if record is None:
+        raise view.problems()[0]
+    cases = cases or view.cases()
+    # Copies are not kernels: end_to_end_table shows them beside the kernel they serve.
+    names = names or [n for n in view.names() if n not in ("h2d", "d2h")]
+    head = ["", "case", "median", "p10–p90", "throughput", "% of copy ceiling"]
+    if baseline:
+        head.append(f"speed-up over {baseline}")
+    head.append("verified")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for case in cases:
+        by_name = {r["name"]: r for r in view.rows() if r["case"] == case}
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+            raise Problem("missing", f"{view.experiment} has no {unknown} at case {case!r}")
+        for name in names:
+            row = by_name[name]
+            cells = [label(row), case]
+            if "time" in row and row["status"] == "ok":
+                value, unit = metrics.throughput(row)
+                pct = metrics.pct_of_ceiling(row, record)
+                cells += [fmt.duration(row["time"]["median_ms"]), fmt.spread(row),
+                          fmt.rate(value, unit) if value else "–", fmt.percent(pct) if pct else "–"]
+                if baseline:
+                    s = metrics.speedup(row, by_name.get(baseline))
+                    cells.append(fmt.times(s) if s else "–")
+            else:
+                cells += ["–"] * (5 if baseline else 4)
+            cells.append(verified(row))
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def end_to_end_table(view: View, kernel: str, cpu: str, cases: list[str]) -> str:
+    """CPU against GPU twice: the kernel alone, and the kernel with its copies in and out."""
+    head = ["case", f"{cpu} (CPU)", f"`{kernel}`", "host → device", "device → host",
+            "GPU with copies", "GPU speed-up, kernel only", "GPU speed-up, with copies"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for case in cases:
+        c, k = view.row(cpu, case), view.row(kernel, case)
+        h2d, d2h = view.row("h2d", case), view.row("d2h", case)
+        total = sum(metrics.median_ms(r) for r in (k, h2d, d2h))
+        cpu_ms = metrics.median_ms(c)
+        lines.append("| " + " | ".join([
+            case, fmt.duration(cpu_ms), fmt.duration(metrics.median_ms(k)),
+            fmt.duration(metrics.median_ms(h2d)), fmt.duration(metrics.median_ms(d2h)),
+            fmt.duration(total), fmt.times(cpu_ms / metrics.median_ms(k)),
+            fmt.times(cpu_ms / total)]) + " |")
+    return "\n".join(lines)
+
+
+def checks_line(view: View) -> str:
+    """One sentence on the sizes that were verified but not timed."""
+    rows = view.rows(kind="kernel", timed=False)
+    if not rows:
+        return ""
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+    bad = [r for r in rows if r["status"] not in ("ok", "xfail")]
+    verdict = ("every kernel matched the reference at every one of them" if not bad else
+               "; ".join(f"`{r['name']}` at {r['case']}: {cell(r.get('error', r['status']))}" for r in bad))
+    return f"Also verified, not timed, at {', '.join(cases)}: {verdict}."
+
+
+def provenance(view: View) -> str:
+    """A box naming the GPU, date, toolchain, commit and freshness of the shown results."""
+    record = view.shown
+    p = record["provenance"]
+    parts = [p["date"][:10], f"compute capability {p['compute_capability']}", f"{p['sm_count']} SMs",
+             f"driver {p['driver']}", f"CUDA {p['cuda_driver_api']} (nvcc {p['nvcc']})",
+             f"PyCUDA {p['pycuda']}", f"NumPy {p['numpy']}"]
+    if p.get("torch"):
+        parts.append(f"PyTorch {p['torch']}")
+    if p.get("git_commit"):
+        parts.append(f"commit `{p['git_commit'][:10]}`")
+    fresh = "stale" if view.stale else "fresh"
+    parts.append(f"sources `{record['source_hash']}` ({fresh})")
+    ceiling = record.get("ceiling") or {}
+    if ceiling.get("gbs"):
+        parts.append(f"copy ceiling {fmt.rate(ceiling['gbs'], 'GB/s')} measured in the same run")
+    return (f'!!! info "Measured on {cell(view.gpu)}"\n    ' + " · ".join(parts) +
+            f" · ran in {fmt.sig(record['duration_s'], 2)} s\n")
+
+
+def problem_box(problem: Problem) -> str:
+    kind, title = PROBLEM_BOX[problem.kind]
+    return f'!!! {kind} "{title}"\n    {cell(problem)}\n'

@@ -1,0 +1,74 @@
+"""Shared fixtures: the repository root, the fault fixtures, one strict build of the real site,
+and the rules that skip GPU tests cleanly where there is no GPU."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from labnotebook.run.device import gpu_name_from_smi
+
+ROOT = Path(__file__).resolve().parent.parent
+FAULTS = ROOT / "tests" / "fixtures" / "faults"
+
+
+def _gpu_reason() -> str | None:
+    if importlib.util.find_spec("pycuda") is None:
+        return "PyCUDA is not installed"
+    if gpu_name_from_smi() is None:
+        return "no NVIDIA GPU"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = _gpu_reason()
+    if reason:
+        skip = pytest.mark.skip(reason=f"GPU test: {reason}")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT
+
+
+def run_cli(*args: str, root: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run build_results.py as a user would, from ``root``."""
+    return subprocess.run([sys.executable, str(ROOT / "build_results.py"), "--root", str(root), *args],
+                          capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=900)
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Path:
+    """The real notebook, built once with --strict for the tests that read or browse it."""
+    out = tmp_path_factory.mktemp("site")
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+@pytest.fixture
+def nvcc() -> str:
+    from labnotebook.run.compile import nvcc_path
+
+    path = nvcc_path()
+    if path is None:
+        pytest.skip("nvcc is not installed")
+    return path
+
+
+def copy_project(dst: Path, experiments: list[Path]) -> Path:
+    """A miniature project: the real mkdocs.yml and docs styles, the given experiment folders."""
+    (dst / "snippets").mkdir(parents=True)
+    for folder in experiments:
+        shutil.copytree(folder, dst / "snippets" / folder.name)
+    return dst

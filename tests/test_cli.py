@@ -1,0 +1,84 @@
+"""build_results.py as a user meets it without a GPU: --summary, --list, and clear errors."""
+
+import json
+
+import pytest
+
+from labnotebook import build
+from labnotebook.errors import NoGPUError
+
+from conftest import run_cli
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+@pytest.fixture(scope="module")
+def summary():
+    proc = run_cli("--summary")
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def test_summary_lines_have_the_documented_fields(summary):
+    for line in summary:
+        assert {"experiment", "kernel", "case", "gpu", "median_ms", "value", "unit", "verified",
+                "stale"} <= set(line)
+
+
+@pytest.mark.parametrize("experiment", ["vec_add", "vec_add_3d"])
+def test_committed_results_are_fresh_verified_h100_results(summary, experiment):
+    mine = [s for s in summary if s["experiment"] == experiment and s["gpu"] == H100]
+    kernels = [s for s in mine if s["kind"] == "kernel"]
+    assert kernels, f"no H100 results for {experiment}"
+    assert all(s["verified"] for s in kernels), [s for s in kernels if not s["verified"]]
+    assert not any(s["stale"] for s in mine), "results are stale: re-run build_results.py on the H100"
+    timed = [s for s in kernels if s["median_ms"] is not None]
+    assert timed and all(s["median_ms"] > 0 and s["unit"] == "GB/s" for s in timed)
+
+
+def test_summary_lists_the_copy_ceiling(summary):
+    ceilings = [s for s in summary if s["experiment"] == "ceilings" and s["gpu"] == H100]
+    assert len(ceilings) == 1
+    c = ceilings[0]
+    assert c["kernel"] == "copy" and c["unit"] == "GB/s" and 500 < c["value"] < 10_000
+    assert not c["stale"]
+
+
+def test_vec_add_at_2_28_is_near_the_copy_ceiling(summary):
+    """The bar the vec-add entry set: at 2^28 elements, at least 90% of the measured copy rate."""
+    best = max(s["pct_of_ceiling"] for s in summary if s["experiment"] == "vec_add"
+               and s["case"] == "2^28" and s["kind"] == "kernel" and s["gpu"] == H100)
+    assert best >= 90
+
+
+def test_list_works_without_a_gpu():
+    proc = run_cli("--list")
+    assert proc.returncode == 0
+    assert "vec_add" in proc.stdout and "vec_add_3d" in proc.stdout
+
+
+def test_unknown_experiment_is_one_clear_line():
+    proc = run_cli("--only", "no_such_thing")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: no experiment named no_such_thing; have vec_add, vec_add_3d"
+
+
+def test_no_pycuda_is_one_clear_line(monkeypatch):
+    monkeypatch.setattr(build.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(NoGPUError, match="PyCUDA is not installed.*mkdocs serve"):
+        build.require_gpu()
+
+
+def test_no_gpu_is_one_clear_line(monkeypatch):
+    monkeypatch.setattr(build.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(build, "gpu_name_from_smi", lambda: None)
+    with pytest.raises(NoGPUError, match="no NVIDIA GPU found"):
+        build.require_gpu()
+
+
+def test_build_without_gpu_exits_nonzero_with_one_line():
+    proc = run_cli("--only", "vec_add", env={"PATH": "/nonexistent"})  # no nvidia-smi on PATH
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert "GPU" in lines[0] or "PyCUDA" in lines[0]

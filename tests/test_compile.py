@@ -1,0 +1,45 @@
+"""Every kernel compiles with nvcc for sm_90, and a kernel that does not says where and why."""
+
+from pathlib import Path
+
+import pytest
+
+from labnotebook.errors import CompileError
+from labnotebook.run.compile import compile_cubin, parse_ptxas
+
+from conftest import FAULTS, ROOT
+
+KERNELS = sorted(ROOT.glob("snippets/*/*.cu"))
+
+
+@pytest.mark.parametrize("source", KERNELS, ids=[k.relative_to(ROOT / "snippets").as_posix() for k in KERNELS])
+def test_every_kernel_compiles_for_sm90(source: Path, nvcc, tmp_path):
+    compiled = compile_cubin(source, tmp_path, "sm_90", root=ROOT)
+    assert compiled.cubin.stat().st_size > 0
+    # The resource report is read for every entry function: registers, shared memory, spills.
+    assert compiled.resources, "ptxas -v reported no entry function"
+    for report in compiled.resources.values():
+        assert report["registers"] > 0
+        assert report["spill_store_bytes"] == 0
+
+
+def test_there_are_kernels():
+    assert len(KERNELS) >= 4
+
+
+def test_compile_error_names_file_and_line(nvcc, tmp_path):
+    source = FAULTS / "snippets" / "no_compile" / "1_typo.cu"
+    with pytest.raises(CompileError) as e:
+        compile_cubin(source, tmp_path, "sm_90", root=ROOT)
+    message = str(e.value)
+    assert "1_typo.cu(5)" in message and "undeclared_value" in message
+    assert str(ROOT) not in message and str(ROOT) not in e.value.detail  # no machine paths
+
+
+def test_parse_ptxas_reads_resources():
+    report = """ptxas info    : Compiling entry function 'k' for 'sm_90'
+ptxas info    : Function properties for k
+    16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 40 registers, used 1 barriers, 4096 bytes smem, 380 bytes cmem[0]"""
+    assert parse_ptxas(report) == {"k": {"stack_bytes": 16, "spill_store_bytes": 8,
+                                          "spill_load_bytes": 4, "registers": 40, "smem_bytes": 4096}}

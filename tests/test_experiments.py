@@ -1,0 +1,95 @@
+"""Discovery, declarations, references and source hashes, all on the CPU."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from labnotebook.errors import ExperimentError
+from labnotebook.experiments import engine_hash, experiment_folders, load, source_hash
+from labnotebook.run.verify import compare
+
+from conftest import FAULTS, ROOT
+
+FOLDERS = experiment_folders(ROOT / "snippets")
+
+
+def test_discovers_the_notebook_experiments():
+    assert {"vec_add", "vec_add_3d"} <= set(FOLDERS)
+
+
+@pytest.mark.parametrize("name", sorted(FOLDERS))
+def test_declaration_is_consistent(name):
+    exp = load(FOLDERS[name])
+    assert exp.name == name and exp.kernels and exp.cases and exp.edge_cases
+    buffers = set(exp.inputs(exp.edge_cases[0], np.random.default_rng(0))) | set(exp.outputs)
+    for k in exp.kernels:
+        for case in exp.cases + exp.edge_cases:
+            launch = k.launch(case)
+            named = {a for a in launch.args if isinstance(a, str)}
+            assert named <= buffers, f"{k.name} names unknown buffers"
+            threads = np.prod(launch.block)
+            assert 0 < threads <= 1024
+
+
+@pytest.mark.parametrize("name", sorted(FOLDERS))
+def test_inputs_are_random_and_seeded(name):
+    exp = load(FOLDERS[name])
+    case = exp.cases[0]
+    x1 = exp.inputs(case, np.random.default_rng([exp.seed, 0]))
+    x2 = exp.inputs(case, np.random.default_rng([exp.seed, 0]))
+    x3 = exp.inputs(case, np.random.default_rng([exp.seed, 1]))
+    for k, v in x1.items():
+        assert np.count_nonzero(v) > 0.99 * v.size, "inputs must not be zeros"
+        assert np.array_equal(v, x2[k]) and not np.array_equal(v, x3[k])
+
+
+@pytest.mark.parametrize("name", ["vec_add", "vec_add_3d"])
+def test_reference_is_float64_and_float32_numpy_meets_the_tolerance(name):
+    """The reference is right, and the declared tolerance is one a correct kernel can meet."""
+    exp = load(FOLDERS[name])
+    for case in exp.edge_cases:
+        x = exp.inputs(case, np.random.default_rng(3))
+        ref = exp.reference(**x)
+        assert ref["c"].dtype == np.float64
+        assert compare(x["a"] + x["b"], ref["c"], exp.tolerance).ok
+        wrong = (x["a"] + x["b"]).ravel()
+        # Two ulps off is always outside a half-ulp relative bound.
+        wrong[-1] = np.nextafter(np.nextafter(wrong[-1], np.float32(np.inf)), np.float32(np.inf))
+        assert not compare(wrong.reshape(ref["c"].shape), ref["c"], exp.tolerance).ok
+
+
+def test_source_hash_follows_kernels_and_host_code(tmp_path):
+    folder = shutil.copytree(FOLDERS["vec_add"], tmp_path / "vec_add")
+    before = source_hash(folder)
+    assert before == source_hash(FOLDERS["vec_add"])
+    (folder / "1_add.cu").write_text((folder / "1_add.cu").read_text() + "\n// changed\n")
+    assert source_hash(folder) != before
+    (folder / "notes.md").write_text("prose is not a source")
+    after_kernel = source_hash(folder)
+    assert source_hash(folder) == after_kernel
+
+
+def test_source_hash_includes_the_engine(monkeypatch, tmp_path):
+    folder = FOLDERS["vec_add"]
+    before = source_hash(folder)
+    engine = shutil.copytree(ROOT / "labnotebook" / "run", tmp_path / "run")
+    (engine / "timing.py").write_text((engine / "timing.py").read_text() + "\n# changed\n")
+    monkeypatch.setattr("labnotebook.experiments.ENGINE_DIR", engine)
+    assert engine_hash() != "" and source_hash(folder) != before
+
+
+def test_fault_fixtures_load():
+    faults = experiment_folders(FAULTS / "snippets")
+    assert load(faults["wrong_answer"]).kernels[0].name == "1_skips_last"
+
+
+def test_broken_declaration_is_reported_by_name(tmp_path):
+    bad = tmp_path / "broken"
+    bad.mkdir()
+    (bad / "experiment.py").write_text("raise RuntimeError('boom')\n")
+    with pytest.raises(ExperimentError, match="broken: experiment.py raised RuntimeError: boom"):
+        load(bad)
+    (bad / "experiment.py").write_text("x = 1\n")
+    with pytest.raises(ExperimentError, match="must define"):
+        load(bad)

@@ -1,0 +1,87 @@
+"""On a GPU: every experiment verified at awkward sizes, and faults caught by name while the other
+experiments still run and earlier results stay intact. Skipped cleanly without a GPU."""
+
+import json
+import shutil
+
+import pytest
+
+from labnotebook.experiments import experiment_folders, load
+from labnotebook.store import Store
+
+from conftest import FAULTS, ROOT, copy_project, run_cli
+
+pytestmark = pytest.mark.gpu
+FOLDERS = experiment_folders(ROOT / "snippets")
+# Skip the copy-ceiling measurement: these tests only verify.
+NO_CEILING = {"gbs": 1.0, "median_ms": 1.0, "bytes": 1}
+
+
+def run(folder, **kwargs):
+    from labnotebook.run.execute import run_experiment
+
+    return run_experiment(load(folder), folder, ROOT, NO_CEILING, log=lambda line: None, **kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(FOLDERS))
+def test_experiment_verifies_at_small_and_awkward_sizes(name):
+    exp = load(FOLDERS[name])
+    params = [c.params for c in exp.edge_cases]
+    sizes = [p.get("n") or p["nx"] * p["ny"] * p["nz"] for p in params]
+    assert 1 in sizes and any(s % 256 and s > 256 for s in sizes), "edge cases must include awkward sizes"
+    record = run(FOLDERS[name], cases=[])
+    kernels = [r for r in record["rows"] if r["kind"] == "kernel"]
+    assert len(kernels) == len(exp.kernels) * len(exp.edge_cases)
+    assert all(r["status"] == "ok" for r in kernels), [r.get("error") for r in kernels]
+    assert record["status"] == "ok"
+
+
+def test_kernel_skipping_the_last_element_fails_verification():
+    record = run(FAULTS / "snippets" / "wrong_answer")
+    rows = {r["case"]: r for r in record["rows"]}
+    assert record["status"] == "failed"
+    assert rows["small"]["status"] == "failed" and "time" not in rows["small"]
+    assert "1 of 1000 elements wrong; worst at index [999]: got nan" in rows["small"]["error"]
+    assert "worst at index [0]" in rows["one"]["error"]
+
+
+@pytest.fixture
+def fault_project(tmp_path):
+    """A project with one good experiment beside every broken one."""
+    project = copy_project(tmp_path, sorted(p for p in (FAULTS / "snippets").iterdir() if p.is_dir()))
+    good = shutil.copytree(FAULTS / "snippets" / "wrong_answer", project / "snippets" / "good_add")
+    kernel = good / "1_skips_last.cu"
+    kernel.write_text(kernel.read_text().replace("i < n - 1", "i < n"))
+    # Earlier, good-looking results for the wrong-answer experiment must survive its failure.
+    Store(project / "results").write({"experiment": "wrong_answer", "gpu": gpu_name(), "status": "ok",
+                                      "source_hash": "earlier", "rows": [],
+                                      "provenance": {"date": "2026-01-01T00:00:00+00:00"}})
+    return project
+
+
+def gpu_name():
+    from labnotebook.run.device import gpu_name_from_smi
+
+    return gpu_name_from_smi()
+
+
+def test_faults_are_named_others_still_run_and_nothing_is_lost(fault_project):
+    store = Store(fault_project / "results")
+    earlier = store.path("wrong_answer", gpu_name()).read_text()
+    proc = run_cli(root=fault_project)
+    out = proc.stdout
+    assert proc.returncode == 1, out
+    assert "✗ no_compile: nvcc failed" in out and "1_typo.cu(5)" in out
+    assert "✗ wrong_answer: 1_skips_last @ small: wrong answer" in out
+    assert "✗ hang: timed out after 20 s" in out
+    assert "✗ out_of_bounds:" in out and "illegal" in out.lower()
+    assert "1 ran" in out and "4 failed" in out
+    assert store.read("good_add", gpu_name())["status"] == "ok"
+    assert store.path("wrong_answer", gpu_name()).read_text() == earlier
+    for name in ("no_compile", "wrong_answer", "hang", "out_of_bounds"):
+        failure = store.read_failure(name, gpu_name())
+        assert failure and failure["error"], name
+        assert str(fault_project) not in json.dumps(failure), "no machine paths in results"
+
+    again = run_cli("--only", "good_add", root=fault_project)
+    assert again.returncode == 0 and "unchanged" in again.stdout

@@ -1,0 +1,112 @@
+"""The results store: round trips, atomic writes, refusal of foreign files, failure records."""
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from labnotebook.errors import ResultsError
+from labnotebook.store import FORMAT, Store, gpu_slug, read_json, write_json
+
+GPU = "NVIDIA H100 80GB HBM3"
+
+
+def record(**extra):
+    return {"experiment": "demo", "gpu": GPU, "status": "ok", "source_hash": "abc",
+            "provenance": {"date": "2026-11-21T00:00:00+00:00"},
+            "rows": [{"name": "k", "case": "1", "check": {"max_abs_err": math.inf}}], **extra}
+
+
+def test_gpu_slug():
+    assert gpu_slug(GPU) == "nvidia-h100-80gb-hbm3"
+    assert gpu_slug("NVIDIA H200") == "nvidia-h200"
+
+
+def test_round_trip_keeps_non_finite_numbers(tmp_path):
+    store = Store(tmp_path)
+    path = store.write(record())
+    assert path == tmp_path / "demo" / "nvidia-h100-80gb-hbm3.json"
+    back = store.read("demo", GPU)
+    assert back["rows"][0]["check"]["max_abs_err"] == math.inf
+    assert back["format"] == FORMAT
+    json.loads(path.read_text())  # strict JSON: no bare Infinity or NaN
+
+
+def test_files_are_sorted_and_diffable(tmp_path):
+    write_json(tmp_path / "r.json", {"format": FORMAT, "b": 1, "a": [2, 1]})
+    text = (tmp_path / "r.json").read_text()
+    assert text.index('"a"') < text.index('"b"') < text.index('"format"') and text.endswith("\n")
+    assert oct(os.stat(tmp_path / "r.json").st_mode & 0o777) == "0o644"
+
+
+def test_results_keyed_by_gpu_live_side_by_side(tmp_path):
+    store = Store(tmp_path)
+    store.write(record())
+    store.write({**record(), "gpu": "NVIDIA H200"})
+    assert store.gpus("demo") == ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
+
+
+def test_interrupted_write_leaves_the_old_file(tmp_path, monkeypatch):
+    store = Store(tmp_path)
+    path = store.write(record())
+    before = path.read_text()
+
+    def explode(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", explode)
+    with pytest.raises(KeyboardInterrupt):
+        store.write(record(source_hash="new"))
+    assert path.read_text() == before
+    assert list(path.parent.iterdir()) == [path], "the temporary file must be cleaned up"
+
+
+def test_sigkill_during_writes_never_leaves_a_corrupt_file(tmp_path):
+    """A writer killed at a random moment leaves a complete file, old or new."""
+    target = tmp_path / "demo" / "gpu.json"
+    write_json(target, {"format": FORMAT, "n": -1, "pad": "x" * 200_000})
+    code = ("import sys; from pathlib import Path; from labnotebook.store import write_json, FORMAT\n"
+            "i = 0\n"
+            "while True:\n"
+            "    write_json(Path(sys.argv[1]), {'format': FORMAT, 'n': i, 'pad': 'x' * 200_000}); i += 1\n")
+    for delay in (0.05, 0.13, 0.31):
+        proc = subprocess.Popen([sys.executable, "-c", code, str(target)])
+        time.sleep(delay + 0.5)  # the import takes a moment; then writes run continuously
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert read_json(target)["pad"] == "x" * 200_000
+
+
+def test_corrupt_file_is_refused_with_a_fix(tmp_path):
+    (tmp_path / "demo").mkdir()
+    p = tmp_path / "demo" / "nvidia-h100-80gb-hbm3.json"
+    p.write_text('{"format": "labnotebook-results/1", "rows": [')
+    with pytest.raises(ResultsError, match="corrupt.*git checkout"):
+        Store(tmp_path).read("demo", GPU)
+
+
+def test_foreign_format_is_refused_with_a_fix(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text(json.dumps({"format": "asv/2", "rows": []}))
+    with pytest.raises(ResultsError, match="format 'asv/2'.*--force"):
+        read_json(p)
+    p.write_text("[1, 2]")
+    with pytest.raises(ResultsError, match="format 'list'"):
+        read_json(p)
+
+
+def test_failure_record_keeps_last_good_results_and_is_cleared_by_success(tmp_path):
+    store = Store(tmp_path)
+    good = store.write(record())
+    before = good.read_text()
+    store.write_failure("demo", GPU, {"error": "nvcc failed", "source_hash": "def"})
+    assert good.read_text() == before
+    assert store.read_failure("demo", GPU)["error"] == "nvcc failed"
+    assert store.gpus("demo") == [GPU]  # the failure file is not a second GPU
+    store.write(record(source_hash="def"))
+    assert store.read_failure("demo", GPU) is None
