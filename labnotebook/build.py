@@ -167,7 +167,10 @@ def run_worker(root: Path, name: str, time_limit: int, ceiling: dict | None = No
         cmd = [sys.executable, "-m", "labnotebook.run.worker", name, "--root", str(root), "--out", str(out)]
         if ceiling:
             cmd += ["--ceiling", json.dumps(ceiling)]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # The worker imports this very package, wherever the project being built lives.
+        package_parent = str(Path(__file__).resolve().parent.parent)
+        path = os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
         tail: list[str] = []
