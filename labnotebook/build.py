@@ -24,6 +24,8 @@ from rich.table import Table
 from .errors import NoGPUError, NotebookError
 from .experiments import engine_hash, experiment_folders, load, source_hash
 from .run.device import gpu_name_from_smi
+from .sanitize import TOOLS, sanitizer_path
+from .sanitize import sanitize as run_sanitizers
 from .store import CEILINGS, Store
 from .summary import print_summary
 
@@ -42,6 +44,8 @@ def main_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="build_results.py", description=__doc__)
     p.add_argument("--only", nargs="+", metavar="NAME", help="run only these experiments")
     p.add_argument("--force", action="store_true", help="run even where results are up to date")
+    p.add_argument("--no-sanitize", action="store_true",
+                   help="skip the compute-sanitizer pass (memcheck, racecheck, synccheck, initcheck)")
     p.add_argument("--list", action="store_true", help="list experiments and the state of their results")
     p.add_argument("--summary", action="store_true",
                    help="print every stored result as JSON lines (no GPU needed)")
@@ -65,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             raise NotebookError(f"no experiment named {', '.join(unknown)}; have {', '.join(folders)}")
         selected = {n: f for n, f in folders.items() if not args.only or n in args.only}
-        return build(root, store, selected, force=args.force)
+        return build(root, store, selected, force=args.force, sanitize=not args.no_sanitize)
     except NotebookError as e:
         print(f"error: {e}", file=sys.stderr)  # one plain line: no markup, no wrapping
         return 2
@@ -100,8 +104,11 @@ def list_experiments(folders: dict[str, Path], store: Store) -> int:
     return 0
 
 
-def build(root: Path, store: Store, selected: dict[str, Path], force: bool) -> int:
+def build(root: Path, store: Store, selected: dict[str, Path], force: bool, sanitize: bool = True) -> int:
     gpu = require_gpu()
+    if sanitize and sanitizer_path() is None:
+        console.print("[yellow]compute-sanitizer not found: results will record no sanitizer outcome[/]")
+        sanitize = False
     outcomes, todo = [], []
     for name, folder in selected.items():
         h = source_hash(folder)
@@ -115,7 +122,7 @@ def build(root: Path, store: Store, selected: dict[str, Path], force: bool) -> i
                       f"{len(outcomes)} unchanged")
         ceiling = run_ceiling(root, store, gpu)
         for name, folder, h in todo:
-            outcomes.append(run_one(root, store, gpu, name, folder, h, ceiling))
+            outcomes.append(run_one(root, store, gpu, name, folder, h, ceiling, sanitize))
     print_outcomes(gpu, outcomes)
     return 1 if any(o.state == "failed" for o in outcomes) else 0
 
@@ -132,12 +139,13 @@ def run_ceiling(root: Path, store: Store, gpu: str) -> dict | None:
     return record["ceiling"]
 
 
-def run_one(root, store, gpu, name, folder, h, ceiling) -> Outcome:
+def run_one(root, store, gpu, name, folder, h, ceiling, sanitize) -> Outcome:
     t0 = time.perf_counter()
     try:
-        limit = load(folder).time_limit_s
+        exp = load(folder)
     except NotebookError as e:
         return fail(store, gpu, name, h, str(e), t0)
+    limit = exp.time_limit_s
     console.rule(f"[bold]{name}")
     record, error = run_worker(root, name, time_limit=limit, ceiling=ceiling)
     if error:
@@ -147,6 +155,19 @@ def run_one(root, store, gpu, name, folder, h, ceiling) -> Outcome:
         problems = record["problems"]
         reason = problems[0] + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
         return fail(store, gpu, name, h, reason, t0, record)
+    record["sanitizer"] = None
+    if sanitize:
+        with console.status(f"{name}: compute-sanitizer ({', '.join(TOOLS)})"):
+            functions = {info["function"]: k for k, info in record["kernels"].items()}
+            record["sanitizer"] = run_sanitizers(root, name, functions, limit, worker_env())
+        expected = {k.name for k in exp.kernels if k.expected_failure}
+        findings = [f"{kernel}: {tool}: {entry['errors']} errors: {entry['first']}"
+                    for kernel, tools in record["sanitizer"].items() if kernel not in expected
+                    for tool, entry in tools.items() if entry["errors"] != 0]
+        if findings:
+            record["problems"] = findings
+            return fail(store, gpu, name, h, "compute-sanitizer: " + findings[0], t0, record)
+        console.print(f"compute-sanitizer: {', '.join(TOOLS)} clean")
     store.write(record)
     return Outcome(name, "ran", f"{len(record['rows'])} results", time.perf_counter() - t0)
 
@@ -160,6 +181,13 @@ def fail(store, gpu, name, h, reason, t0, record=None) -> Outcome:
     return Outcome(name, "failed", reason, time.perf_counter() - t0)
 
 
+def worker_env() -> dict[str, str]:
+    """Workers import this very package, wherever the project being built lives."""
+    package_parent = str(Path(__file__).resolve().parent.parent)
+    path = os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))
+    return {"PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
+
+
 def run_worker(root: Path, name: str, time_limit: int, ceiling: dict | None = None):
     """Run one worker process, relaying its output; return ``(record, None)`` or ``(None, error)``."""
     with tempfile.TemporaryDirectory(prefix="notebook-run-") as tmp:
@@ -167,11 +195,7 @@ def run_worker(root: Path, name: str, time_limit: int, ceiling: dict | None = No
         cmd = [sys.executable, "-m", "labnotebook.run.worker", name, "--root", str(root), "--out", str(out)]
         if ceiling:
             cmd += ["--ceiling", json.dumps(ceiling)]
-        # The worker imports this very package, wherever the project being built lives.
-        package_parent = str(Path(__file__).resolve().parent.parent)
-        path = os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(cmd, cwd=root, env={**os.environ, **worker_env()}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
         tail: list[str] = []
         relay = threading.Thread(target=_relay, args=(proc.stdout, tail), daemon=True)

@@ -48,3 +48,19 @@ def verified(row: dict) -> bool | None:
 def is_stale(record: dict, current_hash: str | None) -> bool:
     """A record is stale when the sources that produced it have changed since."""
     return current_hash is not None and record.get("source_hash") != current_hash
+
+
+def occupancy(resources: dict, block_threads: int, dynamic_smem: int, gpu: dict) -> tuple[float, str]:
+    """Theoretical occupancy (resident warps / the SM's maximum) and what limits it, from the
+    compiler's report and the SM limits recorded in the provenance (Hopper's allocation rules:
+    registers per warp in units of 256, shared memory in 128-byte units plus 1 KiB per block)."""
+    warps = -(-block_threads // 32)
+    max_warps = gpu["max_threads_per_sm"] // 32
+    regs_per_warp = -(-resources["registers"] * 32 // 256) * 256
+    smem = resources.get("smem_bytes", 0) + dynamic_smem
+    limits = {"threads": max_warps // warps, "blocks": gpu["max_blocks_per_sm"],
+              "registers": gpu["registers_per_sm"] // (regs_per_warp * warps)}
+    if smem:
+        limits["shared memory"] = gpu["smem_per_sm_bytes"] // (-(-(smem + 1024) // 128) * 128)
+    limiter = min(limits, key=limits.get)
+    return limits[limiter] * warps / max_warps, limiter

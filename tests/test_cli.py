@@ -82,3 +82,20 @@ def test_build_without_gpu_exits_nonzero_with_one_line():
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ")
     assert "GPU" in lines[0] or "PyCUDA" in lines[0]
+
+
+def test_results_files_hold_no_machine_paths_or_secrets(root):
+    """Committed results name the GPU and versions, never where or by whom they were made."""
+    import os
+    import re
+    import socket
+
+    forbidden = re.compile(r"(/(home|root|tmp|work|usr|opt|var)/|\\\\Users\\\\)")
+    for path in (root / "results").rglob("*.json"):
+        text = path.read_text()
+        assert not forbidden.search(text), f"{path.name} contains a machine path"
+        assert socket.gethostname() not in text
+        for key in ("USER", "HOME", "HOSTNAME"):
+            value = os.environ.get(key)
+            if value and len(value) > 3:
+                assert value not in text, f"{path.name} contains ${key}"

@@ -75,13 +75,47 @@ def test_faults_are_named_others_still_run_and_nothing_is_lost(fault_project):
     assert "✗ wrong_answer: 1_skips_last @ small: wrong answer" in out
     assert "✗ hang: timed out after 20 s" in out
     assert "✗ out_of_bounds:" in out and "illegal" in out.lower()
-    assert "1 ran" in out and "4 failed" in out
-    assert store.read("good_add", gpu_name())["status"] == "ok"
+    assert "✗ host_raises: host code inputs() raised ValueError: cannot make inputs" in out
+    assert "✗ sneaky_read: compute-sanitizer: 1_reads_past_end: memcheck:" in out
+    assert "1 ran" in out and "6 failed" in out
+    good = store.read("good_add", gpu_name())
+    assert good["status"] == "ok"
+    assert all(entry["errors"] == 0 for entry in good["sanitizer"]["1_skips_last"].values())
     assert store.path("wrong_answer", gpu_name()).read_text() == earlier
-    for name in ("no_compile", "wrong_answer", "hang", "out_of_bounds"):
+    for name in ("no_compile", "wrong_answer", "hang", "out_of_bounds", "host_raises", "sneaky_read"):
         failure = store.read_failure(name, gpu_name())
         assert failure and failure["error"], name
         assert str(fault_project) not in json.dumps(failure), "no machine paths in results"
 
     again = run_cli("--only", "good_add", root=fault_project)
     assert again.returncode == 0 and "unchanged" in again.stdout
+
+
+@pytest.mark.parametrize("name, kernel, case", [("vec_add", "1_add", "2^26"),
+                                               ("vec_add", "2_add_float4", "2^26"),
+                                               ("vec_add_3d", "2_add_3d", "512x512x512")])
+def test_engine_timing_agrees_with_triton_do_bench(name, kernel, case):
+    """An independent clock on the same launch: triton.testing.do_bench's median within 5%."""
+    triton_testing = pytest.importorskip("triton.testing")
+    import numpy as np
+
+    from labnotebook.run.execute import Runner
+
+    exp = load(FOLDERS[name])
+    case_ = next(c for c in exp.cases if c.name == case)
+    runner = Runner(exp, FOLDERS[name], ROOT, log=lambda line: None)
+    try:
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory() as tmp:
+            runner.compile(Path(tmp))
+        inputs = exp.inputs(case_, np.random.default_rng(0))
+        buffers = {k: runner.cuda.to_device(v) for k, v in inputs.items()}
+        buffers["c"] = runner.cuda.mem_alloc(next(iter(inputs.values())).nbytes)
+        go = runner._launcher(exp.kernel(kernel), exp.kernel(kernel).launch(case_), buffers)
+        ours = runner.timer.time(go)["median_ms"]
+        theirs = triton_testing.do_bench(go, warmup=25, rep=200, return_mode="median")
+    finally:
+        runner.close()
+    assert abs(ours - theirs) / theirs < 0.05, (ours, theirs)

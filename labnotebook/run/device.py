@@ -82,6 +82,11 @@ def describe(cuda, device) -> dict:
         "sm_count": device.get_attribute(attr.MULTIPROCESSOR_COUNT),
         "l2_bytes": device.get_attribute(attr.L2_CACHE_SIZE),
         "memory_bytes": device.total_memory(),
+        # The per-SM limits that decide theoretical occupancy (see metrics.occupancy).
+        "max_threads_per_sm": device.get_attribute(attr.MAX_THREADS_PER_MULTIPROCESSOR),
+        "max_blocks_per_sm": device.get_attribute(attr.MAX_BLOCKS_PER_MULTIPROCESSOR),
+        "registers_per_sm": device.get_attribute(attr.MAX_REGISTERS_PER_MULTIPROCESSOR),
+        "smem_per_sm_bytes": device.get_attribute(attr.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
         "max_sm_clock_mhz": _int(smi.get("clocks.max.sm")),
         "max_mem_clock_mhz": _int(smi.get("clocks.max.mem")),
         "sm_clock_at_start_mhz": _int(smi.get("clocks.sm")),

@@ -30,6 +30,14 @@ class FatalCudaError(NotebookError):
     """The CUDA context is unusable (an illegal address, say): nothing more can run in it."""
 
 
+def _host_call(fn, what: str, case: Case, *args, **kwargs):
+    """Call the experiment's own host code; if it raises, say which function and which case."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:
+        raise ExperimentError(f"host code {what}() raised {type(e).__name__}: {e} (case {case.name})") from e
+
+
 def _digest(arrays: dict[str, np.ndarray]) -> str:
     h = hashlib.sha256()
     for name in sorted(arrays):
@@ -76,8 +84,8 @@ class Runner:
     def run_case(self, case: Case, timed: bool, seed: int) -> list[dict]:
         exp, cuda = self.exp, self.cuda
         rng = np.random.default_rng([exp.seed, seed])
-        inputs = exp.inputs(case, rng)
-        reference = exp.reference(**inputs)
+        inputs = _host_call(exp.inputs, "inputs", case, case, rng)
+        reference = _host_call(exp.reference, "reference", case, **inputs)
         missing = set(exp.outputs) - set(reference)
         if missing:
             raise ExperimentError(f"reference() returned no {sorted(missing)}")

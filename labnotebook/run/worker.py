@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path.cwd())
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--ceiling", type=json.loads, default=None, help="the run's ceiling record")
+    parser.add_argument("--verify-only", action="store_true",
+                        help="only verify at the edge cases: no timing, no baselines (for sanitizers)")
     args = parser.parse_args(argv)
     try:
         if args.experiment == "ceilings":
@@ -49,8 +51,13 @@ def main(argv: list[str] | None = None) -> int:
             from .execute import run_experiment
 
             folder = args.root / "snippets" / args.experiment
-            record = run_experiment(load(folder), folder, args.root, args.ceiling,
-                                    log=lambda line: print(line, flush=True))
+            exp = load(folder)
+            if args.verify_only:
+                record = run_experiment(exp, folder, args.root, {"gbs": None, "median_ms": None, "bytes": None},
+                                        cases=[], log=lambda line: None)
+            else:
+                record = run_experiment(exp, folder, args.root, args.ceiling,
+                                        log=lambda line: print(line, flush=True))
     except NotebookError as e:
         args.out.write_text(json.dumps({"error": str(e), "detail": e.detail}))
         print(f"error: {e}", file=sys.stderr, flush=True)

@@ -88,6 +88,10 @@ def define_env(env) -> None:
         return f'<figure class="nb-plot">\n{plots.bandwidth_sweep(v, names, size_param, title)}\n</figure>'
 
     @block
+    def kernel_report(experiment, gpu=None):
+        return tables.kernel_report(view(experiment, gpu))
+
+    @block
     def checks(experiment, gpu=None):
         return tables.checks_line(view(experiment, gpu))
 

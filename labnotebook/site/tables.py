@@ -89,6 +89,35 @@ def end_to_end_table(view: View, kernel: str, cpu: str, cases: list[str]) -> str
     return "\n".join(lines)
 
 
+def kernel_report(view: View) -> str:
+    """Per kernel: what the compiler gave it, the occupancy that allows, and the sanitizers' verdict."""
+    record = view.shown
+    if record is None:
+        raise view.problems()[0]
+    sanitizer = record.get("sanitizer") or {}
+    tools = list(next(iter(sanitizer.values()), {}))
+    head = ["kernel", "registers", "shared memory", "spills", "block", "theoretical occupancy", *tools]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, info in record["kernels"].items():
+        res = info["resources"]
+        launch = next(r["launch"] for r in record["rows"] if r["name"] == name and "launch" in r)
+        threads = 1
+        for b in launch["block"]:
+            threads *= b
+        occ, limiter = metrics.occupancy(res, threads, launch["shared_bytes"], record["provenance"])
+        spills = res.get("spill_store_bytes", 0) + res.get("spill_load_bytes", 0)
+        cells = [f"`{name}`", str(res["registers"]), f"{res.get('smem_bytes', 0) + launch['shared_bytes']:,} B",
+                 "none" if spills == 0 else f"{spills} B", "×".join(map(str, launch["block"])),
+                 f"{occ:.0%} ({limiter})"]
+        for tool in tools:
+            entry = sanitizer[name][tool]
+            cells.append("✓ clean" if entry["errors"] == 0 else f"✗ {entry['errors']}: {cell(entry['first'])}")
+        lines.append("| " + " | ".join(cells) + " |")
+    if not sanitizer:
+        lines.append("\nThese results were recorded without a compute-sanitizer pass.")
+    return "\n".join(lines)
+
+
 def checks_line(view: View) -> str:
     """One sentence on the sizes that were verified but not timed."""
     rows = view.rows(kind="kernel", timed=False)

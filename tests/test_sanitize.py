@@ -1,0 +1,38 @@
+"""Reading compute-sanitizer's output into per-kernel verdicts."""
+
+from labnotebook.sanitize import parse
+
+FUNCTIONS = {"write_oob": "1_oob", "vec_add": "1_add"}
+
+MEMCHECK = """========= COMPUTE-SANITIZER
+========= Invalid __global__ write of size 4 bytes
+=========     at write_oob+0x90 in 1_oob.cu:6
+=========     by thread (0,0,0) in block (0,0,0)
+=========     Address 0x7f0000000000 is out of bounds
+=========
+========= Invalid __global__ write of size 4 bytes
+=========     at write_oob+0x90 in 1_oob.cu:6
+=========     by thread (1,0,0) in block (0,0,0)
+========= ERROR SUMMARY: 2 errors
+"""
+
+
+def test_errors_are_attributed_to_their_kernel():
+    found = parse(MEMCHECK, FUNCTIONS)
+    assert found["1_oob"] == {"errors": 2, "first": "Invalid __global__ write of size 4 bytes"}
+    assert found["1_add"] == {"errors": 0, "first": None}
+
+
+def test_clean_run():
+    found = parse("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n", FUNCTIONS)
+    assert all(v["errors"] == 0 for v in found.values())
+
+
+def test_unattributed_errors_count_against_every_kernel():
+    found = parse("========= Program hit cudaErrorLaunchFailure\n========= ERROR SUMMARY: 1 error\n", FUNCTIONS)
+    assert all(v["errors"] == 1 and "cudaErrorLaunchFailure" in v["first"] for v in found.values())
+
+
+def test_a_run_that_never_finished_is_not_clean():
+    found = parse("========= timed out after 60 s", FUNCTIONS)
+    assert all(v["errors"] is None and "did not finish" in v["first"] for v in found.values())
