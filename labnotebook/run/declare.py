@@ -22,7 +22,7 @@ def cdiv(a: int, b: int) -> int:
 class Case:
     """One problem size: a display name plus the parameters the host code needs (``case.n``)."""
 
-    def __init__(self, name: str, **params: int | float):
+    def __init__(self, name: str, **params: int | float | str):
         self.name = name
         self.params = dict(params)
 
@@ -82,8 +82,8 @@ class Baseline:
 
     ``prepare(case, inputs)`` does any setup (copies to the device, say) and returns a function
     that runs the operation once and returns its outputs (NumPy arrays, or anything with
-    ``.cpu().numpy()`` such as torch tensors). ``device`` says how it is timed: ``"gpu"`` with CUDA
-    events on the default stream, ``"cpu"`` with the host clock. ``requires`` names Python modules
+    ``.cpu().numpy()`` such as torch tensors), which are verified like a kernel's. ``device`` says
+    how it is timed: ``"gpu"`` with CUDA events on the default stream, ``"cpu"`` with the host clock. ``requires`` names Python modules
     that must import; when one does not, the baseline is recorded as skipped with the reason.
     """
 
@@ -91,6 +91,8 @@ class Baseline:
     prepare: Callable[[Case, Mapping[str, np.ndarray]], Callable[[], Mapping[str, Any]]]
     device: str = "gpu"
     requires: tuple[str, ...] = ()
+    # Timed only at these cases (all timed cases when None); verified at every case regardless.
+    timed_cases: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

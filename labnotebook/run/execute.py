@@ -61,6 +61,7 @@ class Runner:
         major, minor = self.device.compute_capability()
         self.arch = f"sm_{major}{minor}"
         self.functions: dict[str, object] = {}
+        self.with_baselines = True
         self.kernel_info: dict[str, dict] = {}
 
     def close(self) -> None:
@@ -102,10 +103,10 @@ class Runner:
             for k in exp.kernels:
                 rows.append({"kind": "kernel", "name": k.name, **base,
                              **self.run_kernel(k, case, buffers, host_out, reference, timed)})
-            if timed:
-                for b in exp.baselines:
-                    rows.append({"kind": "baseline", "name": b.name, "device": b.device, **base,
-                                 **self.run_baseline(b, case, inputs, reference)})
+            for b in exp.baselines if self.with_baselines else ():
+                time_it = timed and (b.timed_cases is None or case.name in b.timed_cases)
+                rows.append({"kind": "baseline", "name": b.name, "device": b.device, **base, "timed": time_it,
+                             **self.run_baseline(b, case, inputs, reference, time_it)})
         finally:
             for buf in buffers.values():
                 try:
@@ -142,14 +143,14 @@ class Runner:
                 return {**row, "status": "failed", "error": f"CUDA error while timing: {e}"}
         return row
 
-    def run_baseline(self, b, case: Case, inputs, reference) -> dict:
+    def run_baseline(self, b, case: Case, inputs, reference, timed: bool) -> dict:
         for module in b.requires:
             if importlib.util.find_spec(module) is None:
                 return {"status": "skipped", "error": f"{module} is not installed"}
         fn = b.prepare(case, inputs)
         outputs = {name: _as_numpy(v) for name, v in fn().items()}
         row = self._verify(outputs, reference)
-        if row["status"] == "ok":
+        if row["status"] == "ok" and timed:
             row["time"] = self.timer.time(fn) if b.device == "gpu" else time_cpu(fn)
         return row
 
@@ -227,10 +228,11 @@ def apply_expected_failures(exp: Experiment, rows: list[dict]) -> list[str]:
 
 def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: dict | None,
                    log: Callable[[str], None] = print, cases: list[Case] | None = None,
-                   edge_cases: list[Case] | None = None) -> dict:
+                   edge_cases: list[Case] | None = None, with_baselines: bool = True) -> dict:
     """Run ``exp`` and return its results record (see ``store.py`` for the format)."""
     t0 = time.perf_counter()
     runner = Runner(exp, folder, root, log)
+    runner.with_baselines = with_baselines
     try:
         with tempfile.TemporaryDirectory(prefix="notebook-cubin-") as build_dir:
             runner.compile(Path(build_dir))

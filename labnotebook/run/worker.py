@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             exp = load(folder)
             if args.verify_only:
                 record = run_experiment(exp, folder, args.root, {"gbs": None, "median_ms": None, "bytes": None},
-                                        cases=[], log=lambda line: None)
+                                        cases=[], with_baselines=False, log=lambda line: None)
             else:
                 record = run_experiment(exp, folder, args.root, args.ceiling,
                                         log=lambda line: print(line, flush=True))

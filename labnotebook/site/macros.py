@@ -81,11 +81,12 @@ def define_env(env) -> None:
         return boxes(v) + tables.end_to_end_table(v, kernel, cpu, cases) + "\n"
 
     @block
-    def sweep_plot(experiment, names, size_param="n", title="Bandwidth against size", gpu=None):
+    def sweep_plot(experiment, names, size_param="n", title="Bandwidth against size", cases=None, gpu=None):
         v = view(experiment, gpu)
         if v.shown is None:
             raise v.problems()[0]
-        return f'<figure class="nb-plot">\n{plots.bandwidth_sweep(v, names, size_param, title)}\n</figure>'
+        svg = plots.bandwidth_sweep(v, names, size_param, title, cases)
+        return f'<figure class="nb-plot">\n{svg}\n</figure>'
 
     @block
     def kernel_report(experiment, gpu=None):
@@ -93,7 +94,7 @@ def define_env(env) -> None:
 
     @block
     def checks(experiment, gpu=None):
-        return tables.checks_line(view(experiment, gpu))
+        return tables.checks_table(view(experiment, gpu))
 
     @inline
     def value(experiment, kernel, case, what="median", gpu=None):
@@ -130,6 +131,11 @@ def define_env(env) -> None:
         if not words:
             return fmt.times(ratio)
         return f"{fmt.times(ratio)} faster" if ratio >= 1 else f"{fmt.times(1 / ratio)} slower"
+
+    @inline
+    def best(experiment, case, gpu=None):
+        """The name of the fastest verified kernel at ``case``."""
+        return f"`{view(experiment, gpu).best(case)}`"
 
     @inline
     def gpu_name(experiment, gpu=None):

@@ -31,14 +31,15 @@ def _svg(fig) -> str:
     return text[text.index("<svg"):]
 
 
-def bandwidth_sweep(view: View, names: list[str], size_param: str, title: str) -> str:
+def bandwidth_sweep(view: View, names: list[str], size_param: str, title: str,
+                    cases: list[str] | None = None) -> str:
     """GB/s against problem size, one line per kernel or baseline, the copy ceiling as a line."""
     record = view.shown
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(7.5, 4.2))
         for name in names:
-            rows = [r for r in view.rows() if r["name"] == name and r["status"] == "ok"
-                    and size_param in r["params"]]
+            rows = [r for r in view.rows() if r["name"] == name and r["status"] == "ok" and "time" in r
+                    and size_param in r["params"] and (cases is None or r["case"] in cases)]
             rows.sort(key=lambda r: r["params"][size_param])
             xs = [r["params"][size_param] for r in rows]
             ys = [metrics.throughput(r)[0] for r in rows]
@@ -49,7 +50,7 @@ def bandwidth_sweep(view: View, names: list[str], size_param: str, title: str) -
                     xycoords=("axes fraction", "data"), va="bottom", fontsize=9)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xlabel(f"{size_param} (elements)")
+        ax.set_xlabel(f"{size_param} (elements)" if size_param == "n" else size_param)
         ax.set_ylabel("GB/s (bytes read + written)")
         ax.set_title(f"{title} — {view.gpu}", fontsize=11)
         ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))

@@ -66,11 +66,21 @@ class View:
             return self.failure
         return self.record
 
+    def best(self, case: str) -> str:
+        """The fastest verified kernel (not baseline) at ``case``."""
+        timed = [r for r in self.rows(kind="kernel") if r["case"] == case and r["status"] == "ok" and "time" in r]
+        if not timed:
+            raise Problem("missing", f"{self.experiment} has no verified, timed kernel at {case!r}")
+        return min(timed, key=lambda r: r["time"]["median_ms"])["name"]
+
     def row(self, kernel: str, case: str) -> dict:
-        """The row for ``kernel`` at ``case``; a Problem when it is missing or did not verify."""
+        """The row for ``kernel`` at ``case`` (``"best"``: the fastest kernel there); a Problem when
+        it is missing or did not verify."""
         record = self.shown
         if record is None:
             raise self.problems()[0]
+        if kernel == "best":
+            kernel = self.best(case)
         for r in record["rows"]:
             if r["name"] == kernel and r["case"] == case:
                 if r["status"] not in ("ok",):

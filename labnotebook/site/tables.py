@@ -49,7 +49,7 @@ def results_table(view: View, cases: list[str] | None = None, names: list[str] |
     head.append("verified")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for case in cases:
-        by_name = {r["name"]: r for r in view.rows() if r["case"] == case}
+        by_name = {r["name"]: r for r in record["rows"] if r["case"] == case}
         unknown = [n for n in names if n not in by_name]
         if unknown:
             raise Problem("missing", f"{view.experiment} has no {unknown} at case {case!r}")
@@ -118,16 +118,31 @@ def kernel_report(view: View) -> str:
     return "\n".join(lines)
 
 
-def checks_line(view: View) -> str:
-    """One sentence on the sizes that were verified but not timed."""
-    rows = view.rows(kind="kernel", timed=False)
+def checks_table(view: View) -> str:
+    """The sizes and inputs that were verified but not timed: one row per case, one column per
+    kernel or baseline, each cell what happened there."""
+    timed = set(view.cases())
+    rows = [r for r in (view.shown or {}).get("rows", []) if r["case"] not in timed]
     if not rows:
         return ""
-    cases = list(dict.fromkeys(r["case"] for r in rows))
-    bad = [r for r in rows if r["status"] not in ("ok", "xfail")]
-    verdict = ("every kernel matched the reference at every one of them" if not bad else
-               "; ".join(f"`{r['name']}` at {r['case']}: {cell(r.get('error', r['status']))}" for r in bad))
-    return f"Also verified, not timed, at {', '.join(cases)}: {verdict}."
+    names = list(dict.fromkeys(r["name"] for r in rows))
+    mark = {"ok": "✓", "failed": "✗ failed", "xfail": "✗ expected", "skipped": "–"}
+    lines = ["| verified, not timed | " + " | ".join(f"`{n}`" for n in names) + " |",
+             "|" + "---|" * (len(names) + 1)]
+    notes = {}
+    for case in dict.fromkeys(r["case"] for r in rows):
+        by_name = {r["name"]: r for r in rows if r["case"] == case}
+        cells = []
+        for n in names:
+            r = by_name.get(n)
+            cells.append(mark[r["status"]] if r else "")
+            if r and r["status"] in ("failed", "xfail", "skipped"):
+                notes.setdefault((n, r["status"], r.get("error", "")), []).append(case)
+        lines.append(f"| {case} | " + " | ".join(cells) + " |")
+    for (n, status, error), cases in notes.items():
+        lines.append("")
+        lines.append(f"- `{n}`, {mark[status].lstrip('✗– ') or status} at {', '.join(cases)}: {cell(error)}")
+    return "\n".join(lines)
 
 
 def provenance(view: View) -> str:

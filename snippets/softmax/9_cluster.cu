@@ -1,0 +1,77 @@
+// Rung 9, for long rows: a row too long for one block's registers is split across a cluster of
+// 8 blocks (a Hopper thread-block cluster). Each block keeps its chunk in registers and reduces
+// it; the 8 partial (max, sum) pairs are read straight out of each other's shared memory
+// (distributed shared memory), so the row is still read once and written once.
+#include <cooperative_groups.h>
+
+#include "reduce.cuh"
+
+namespace cg = cooperative_groups;
+
+#define CLUSTER 8
+#define VEC 4  // float4 loads per thread: 8 blocks x 1024 threads x 16 floats = 131072 columns
+
+// --8<-- [start:kernel]
+extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(1024)
+softmax_cluster(const float* x, float* y, int rows, int cols)
+{
+    __shared__ MaxSum block_stat;
+    cg::cluster_group cluster = cg::this_cluster();
+    int rank = cluster.block_rank();
+    int row = blockIdx.x / CLUSTER;
+    // Chunks are a multiple of 4 long, so each starts 16-byte aligned when the row does.
+    int chunk = ((cols + CLUSTER - 1) / CLUSTER + 3) / 4 * 4;
+    int begin = rank * chunk, end = min(cols, begin + chunk);
+    const float* in = x + (size_t)row * cols;
+    float* out = y + (size_t)row * cols;
+    bool vector = cols % 4 == 0;
+
+    float v[VEC][4];
+#pragma unroll
+    for (int k = 0; k < VEC; k++) {
+        int base = begin + 4 * (threadIdx.x + k * blockDim.x);
+        if (vector && base < end) {
+            float4 q = *reinterpret_cast<const float4*>(in + base);
+            v[k][0] = q.x, v[k][1] = q.y, v[k][2] = q.z, v[k][3] = q.w;
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; e++) v[k][e] = base + e < end ? in[base + e] : -INFINITY;
+        }
+    }
+    float m = -INFINITY, d = 0.0f;
+#pragma unroll
+    for (int k = 0; k < VEC; k++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) m = fmaxf(m, v[k][e]);
+    if (m != -INFINITY) {
+#pragma unroll
+        for (int k = 0; k < VEC; k++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) d += expf(v[k][e] - m);
+    }
+    MaxSum s = block_reduce({m, d});
+    if (threadIdx.x == 0) {
+        block_stat = s;
+    }
+    cluster.sync();
+    MaxSum total = {-INFINITY, 0.0f};
+    for (int r = 0; r < CLUSTER; r++) {
+        total = merge(total, *cluster.map_shared_rank(&block_stat, r));
+    }
+    cluster.sync();  // no block may exit while another is still reading its shared memory
+    float inv = 1.0f / total.d;
+#pragma unroll
+    for (int k = 0; k < VEC; k++) {
+        int base = begin + 4 * (threadIdx.x + k * blockDim.x);
+        if (vector && base < end) {
+            *reinterpret_cast<float4*>(out + base) =
+                make_float4(expf(v[k][0] - total.m) * inv, expf(v[k][1] - total.m) * inv,
+                            expf(v[k][2] - total.m) * inv, expf(v[k][3] - total.m) * inv);
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                if (base + e < end) out[base + e] = expf(v[k][e] - total.m) * inv;
+        }
+    }
+}
+// --8<-- [end:kernel]
