@@ -16,7 +16,9 @@ import tempfile
 from pathlib import Path
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
-_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
+# memcheck, synccheck and initcheck end with "ERROR SUMMARY: N errors"; racecheck with
+# "RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)".
+_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error")
 _FRAME = re.compile(r"at (?:void )?(\w+)(?:\(.*?\))?\+0x")
 
 
@@ -30,7 +32,7 @@ def parse(output: str, functions: dict[str, str]) -> dict[str, dict]:
     CUDA function names to kernel names. Errors no frame names go to every kernel."""
     found = {k: {"errors": 0, "first": None} for k in functions.values()}
     m = _SUMMARY.search(output)
-    total = int(m.group(1)) if m else None
+    total = int(m.group(1) or m.group(2)) if m else None
     lines = [ln.removeprefix("=========").strip() for ln in output.splitlines() if ln.startswith("=========")]
     attributed = 0
     for i, line in enumerate(lines):

@@ -36,3 +36,12 @@ def test_unattributed_errors_count_against_every_kernel():
 def test_a_run_that_never_finished_is_not_clean():
     found = parse("========= timed out after 60 s", FUNCTIONS)
     assert all(v["errors"] is None and "did not finish" in v["first"] for v in found.values())
+
+
+def test_racecheck_summary():
+    clean = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
+    assert all(v["errors"] == 0 for v in parse(clean, FUNCTIONS).values())
+    racy = ("========= Error: Race reported between Write access at vec_add+0x40 in a.cu:3\n"
+            "=========     and Read access at vec_add+0x60 in a.cu:4\n"
+            "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n")
+    assert parse(racy, FUNCTIONS)["1_add"]["errors"] >= 1

@@ -9,10 +9,11 @@
 namespace cg = cooperative_groups;
 
 #define CLUSTER 8
-#define VEC 4  // float4 loads per thread: 8 blocks x 1024 threads x 16 floats = 131072 columns
+#define VEC 8  // float4 loads per thread: 8 blocks x 512 threads x 32 floats = 131072 columns
 
 // --8<-- [start:kernel]
-extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(1024)
+// At most 512 threads, so that two blocks (of two clusters) fit on an SM and overlap.
+extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(512, 2)
 softmax_cluster(const float* x, float* y, int rows, int cols)
 {
     __shared__ MaxSum block_stat;

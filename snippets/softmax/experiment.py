@@ -57,15 +57,18 @@ def registers(case):
 def warp_per_row(case):
     if case.cols > 32 * 4 * 8:
         raise Unsupported("a row must fit in one warp's registers: at most 1024 columns")
-    return Launch(grid=(cdiv(case.rows, 8),), block=(256,), args=args(case))
+    # One float4 per lane while the row is short (consecutive lanes read consecutive bytes, several
+    # rows per warp), all 32 lanes once it is 128 floats or longer: a power of two, 1 to 32.
+    lanes = min(32, 1 << (cdiv(case.cols, 4) - 1).bit_length())
+    return Launch(grid=(cdiv(case.rows * lanes, 256),), block=(256,), args=(*args(case), np.int32(lanes)))
 
 
 def cluster(case):
     if case.cols < 2048:
         raise Unsupported("meant for long rows (2048 columns and more); rungs 7 and 8 cover short ones")
-    if case.cols > 8 * 1024 * 4 * 4:
+    if case.cols > 8 * 512 * 4 * 8:
         raise Unsupported("a row must fit in a cluster's registers: at most 131072 columns")
-    threads = max(32, 32 * cdiv(cdiv(cdiv(case.cols, 8), 16), 32))
+    threads = max(32, 32 * cdiv(cdiv(cdiv(case.cols, 8), 32), 32))
     return Launch(grid=(8 * case.rows,), block=(threads,), args=args(case))
 
 
