@@ -2,6 +2,10 @@
 experiments still run and earlier results stay intact. Skipped cleanly without a GPU."""
 
 import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
 import shutil
 
 import pytest
@@ -27,7 +31,7 @@ def run(folder, **kwargs):
 def test_experiment_verifies_at_small_and_awkward_sizes(name):
     exp = load(FOLDERS[name])
     params = [c.params for c in exp.edge_cases]
-    sizes = [p.get("n") or p["nx"] * p["ny"] * p["nz"] for p in params]
+    sizes = [int(np.prod([v for v in p.values() if isinstance(v, int)])) for p in params]
     assert 1 in sizes and any(s % 256 and s > 256 for s in sizes), "edge cases must include awkward sizes"
     record = run(FOLDERS[name], cases=[])
     kernels = [r for r in record["rows"] if r["kind"] == "kernel"]
@@ -97,17 +101,12 @@ def test_faults_are_named_others_still_run_and_nothing_is_lost(fault_project):
 def test_engine_timing_agrees_with_triton_do_bench(name, kernel, case):
     """An independent clock on the same launch: triton.testing.do_bench's median within 5%."""
     triton_testing = pytest.importorskip("triton.testing")
-    import numpy as np
-
     from labnotebook.run.execute import Runner
 
     exp = load(FOLDERS[name])
     case_ = next(c for c in exp.cases if c.name == case)
     runner = Runner(exp, FOLDERS[name], ROOT, log=lambda line: None)
     try:
-        import tempfile
-        from pathlib import Path
-
         with tempfile.TemporaryDirectory() as tmp:
             runner.compile(Path(tmp))
         inputs = exp.inputs(case_, np.random.default_rng(0))

@@ -57,10 +57,12 @@ def registers(case):
 def warp_per_row(case):
     if case.cols > 32 * 4 * 8:
         raise Unsupported("a row must fit in one warp's registers: at most 1024 columns")
-    # One float4 per lane while the row is short (consecutive lanes read consecutive bytes, several
-    # rows per warp), all 32 lanes once it is 128 floats or longer: a power of two, 1 to 32.
+    # One float4 per lane across the row while it is short (consecutive lanes read consecutive
+    # bytes), all 32 lanes once it is 128 floats or longer: a power of two, 1 to 32.
     lanes = min(32, 1 << (cdiv(case.cols, 4) - 1).bit_length())
-    return Launch(grid=(cdiv(case.rows * lanes, 256),), block=(256,), args=(*args(case), np.int32(lanes)))
+    batch = 8 // cdiv(case.cols, 4 * lanes)  # rows per group of lanes, as in the kernel
+    groups = cdiv(case.rows, batch)
+    return Launch(grid=(cdiv(groups * lanes, 256),), block=(256,), args=(*args(case), np.int32(lanes)))
 
 
 def cluster(case):
