@@ -89,6 +89,13 @@ def define_env(env) -> None:
         return f'<figure class="nb-plot">\n{svg}\n</figure>'
 
     @block
+    def gpu_table(experiment, case, kernels, gpus=None):
+        """One case on every GPU that has results (or those named), side by side."""
+        names = gpus or env.conf["extra"]["notebook"]["gpus"]
+        views = [view(experiment, g) for g in names]
+        return tables.gpu_table(views, case, kernels) + "\n"
+
+    @block
     def kernel_report(experiment, gpu=None):
         return tables.kernel_report(view(experiment, gpu))
 

@@ -89,6 +89,27 @@ def end_to_end_table(view: View, kernel: str, cpu: str, cases: list[str]) -> str
     return "\n".join(lines)
 
 
+def gpu_table(views: list[View], case: str, names: list[str]) -> str:
+    """The same rows on several GPUs side by side: median, throughput and % of each GPU's ceiling."""
+    head = ["", *(f"{v.gpu}: {what}" for v in views for what in ("median", "throughput", "% of ceiling"))]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name in names:
+        cells = []
+        for v in views:
+            try:
+                row = v.row(name, case)
+            except Problem as e:
+                cells += [f"{STATUS_WORDS.get(e.kind, '–')}", "–", "–"]
+                continue
+            value, unit = metrics.throughput(row)
+            pct = metrics.pct_of_ceiling(row, v.shown)
+            cells += [fmt.duration(metrics.median_ms(row)), fmt.rate(value, unit) if value else "–",
+                      fmt.percent(pct) if pct else "–"]
+        label_row = next(r for v in views if v.shown for r in v.shown["rows"] if r["name"] == name)
+        lines.append(f"| {label(label_row)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def kernel_report(view: View) -> str:
     """Per kernel: what the compiler gave it, the occupancy that allows, and the sanitizers' verdict."""
     record = view.shown
