@@ -45,4 +45,4 @@ def error(check: dict) -> str:
     """A verified row's worst error: 'exact', or the largest relative error."""
     if check["max_abs_err"] == 0:
         return "exact"
-    return f"max rel err {check['max_rel_err']:.1e}"
+    return f"{check['max_rel_err']:.1e}"
