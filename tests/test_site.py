@@ -62,6 +62,9 @@ def build(tmp_path: Path, state: str, strict: bool):
         store.write(record(current))
     elif state == "stale":
         store.write(record("0000000000000000"))
+    elif state == "corrupt":
+        store.write(record(current))
+        store.path("wrong_answer", GPU).write_text('{"format": "labnotebook-results/1", "rows": [')
     elif state == "failed":
         store.write(record("0000000000000000"))
         failed = record(current)
@@ -90,6 +93,7 @@ def test_fresh_results_render_numbers_and_pass_strict(tmp_path):
     ("stale", "Stale results", "results are stale"),
     ("missing", "Missing results", "has no results"),
     ("failed", "Last run failed", "the last run failed"),
+    ("corrupt", "Missing results", "is corrupt"),
 ])
 def test_untrustworthy_results_are_shown_and_fail_strict(tmp_path, state, box, words):
     proc, _ = build(tmp_path / "strict", state, strict=True)

@@ -152,14 +152,15 @@ def define_env(env) -> None:
     def same_output(experiment, kernels, gpu=None):
         """Whether the kernels wrote bit-identical outputs in every case, checked by digest."""
         v = view(experiment, gpu)
-        by_case: dict[str, set[str]] = {}
+        by_case: dict[str, dict[str, str]] = {}
         for r in v.shown["rows"]:
-            if r["kind"] == "kernel" and r["name"] in kernels:
-                by_case.setdefault(r["case"], set()).add(r.get("digest"))
-        differ = [c for c, digests in by_case.items() if len(digests) != 1 or None in digests]
-        if differ or not by_case:
+            if r["kind"] == "kernel" and r["name"] in kernels and r["status"] == "ok":
+                by_case.setdefault(r["case"], {})[r["name"]] = r["digest"]
+        both = {c: set(d.values()) for c, d in by_case.items() if len(d) == len(kernels)}
+        differ = [c for c, digests in both.items() if len(digests) != 1]
+        if differ or not both:
             raise Problem("failed", f"{experiment}: {kernels} differ at {differ or 'every case'}")
-        return f"bit-identical in all {len(by_case)} cases"
+        return f"bit-identical in all {len(both)} cases where both ran"
 
     @env.macro
     def contents():
