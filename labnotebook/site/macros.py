@@ -15,6 +15,7 @@ import yaml
 
 from .. import metrics
 from ..errors import NotebookError
+from . import dashboard as board
 from . import fmt, plots, tables
 from .results import Problem, Results, View
 
@@ -24,7 +25,8 @@ log = logging.getLogger("mkdocs.plugins.labnotebook")
 def define_env(env) -> None:
     root = Path(env.conf["config_file_path"]).parent
     results = Results(root)
-    default_gpu = env.conf["extra"]["notebook"]["gpu"]
+    notebook = env.conf["extra"]["notebook"]
+    default_gpu = notebook["gpu"]
     reported: set[tuple[str, str]] = set()
 
     def page() -> str:
@@ -91,9 +93,29 @@ def define_env(env) -> None:
     @block
     def gpu_table(experiment, case, kernels, gpus=None):
         """One case on every GPU that has results (or those named), side by side."""
-        names = gpus or env.conf["extra"]["notebook"]["gpus"]
+        names = gpus or notebook["gpus"]
         views = [view(experiment, g) for g in names]
         return tables.gpu_table(views, case, kernels) + "\n"
+
+    @block
+    def dashboard():
+        """Every kernel's headline figure on every GPU, linked to its entry."""
+        return board.dashboard_table(results, notebook["headlines"], notebook["gpus"]) + "\n"
+
+    @block
+    def execution_summary():
+        return board.execution_summary(results, notebook["gpus"]) + "\n"
+
+    @block
+    def ceiling_chart():
+        """Each kernel's bandwidth at its headline case as a share of the copy ceiling, per GPU."""
+        entries = []
+        for experiment, name, rows in board.headline_rows(results, notebook["headlines"], notebook["gpus"]):
+            pcts = {g: metrics.pct_of_ceiling(r, results.view(experiment, g).shown) if r else None
+                    for g, r in rows.items()}
+            if any(pcts.values()):
+                entries.append((f"{experiment} · {name}", pcts))
+        return f'<figure class="nb-plot">\n{plots.ceiling_chart(entries, notebook["gpus"])}\n</figure>'
 
     @block
     def kernel_report(experiment, gpu=None):
@@ -172,8 +194,16 @@ def define_env(env) -> None:
             if "date" in meta:
                 entries.append((str(meta["date"]), position, path, meta))
         entries.sort()
-        return "\n".join(f"- **{date}** · [{meta['title']}]({path}) — {meta.get('summary', '')}"
-                         for date, _, path, meta in entries)
+        if not entries:
+            return ""
+        date, _, path, meta = entries[-1]
+        out = [f'!!! tip "Latest entry, {date}"\n    [{meta["title"]}]({path}) — {meta.get("summary", "")}\n']
+        for topic in dict.fromkeys(m.get("topic", "Other") for *_, m in entries):
+            out.append(f"### {topic}\n")
+            out += [f"- **{d}** · [{m['title']}]({p}) — {m.get('summary', '')}"
+                    for d, _, p, m in entries if m.get("topic", "Other") == topic]
+            out.append("")
+        return "\n".join(out)
 
 
 def _nav_files(nav) -> list[str]:

@@ -55,3 +55,20 @@ def bandwidth_sweep(view: View, names: list[str], size_param: str, title: str,
         ax.set_title(f"{title} — {view.gpu}", fontsize=11)
         ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))
         return _svg(fig)
+
+
+def ceiling_chart(entries: list[tuple[str, dict[str, float | None]]], gpus: list[str]) -> str:
+    """Horizontal bars: each kernel's % of its GPU's copy bandwidth, one bar per GPU."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(entries) * len(gpus) + 1.2))
+        height = 0.8 / len(gpus)
+        for i, gpu in enumerate(gpus):
+            ys = [k + i * height for k in range(len(entries))]
+            xs = [pcts.get(gpu) or 0 for _, pcts in entries]
+            ax.barh(ys, xs, height=height, label=gpu)
+        ax.axvline(100, color=INK, linestyle="--", linewidth=1)
+        ax.set_yticks([k + 0.4 - height / 2 for k in range(len(entries))], [name for name, _ in entries])
+        ax.invert_yaxis()
+        ax.set_xlabel("% of the device-to-device copy bandwidth measured in the same run")
+        ax.legend(loc="lower right")
+        return _svg(fig)
