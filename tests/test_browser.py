@@ -19,7 +19,7 @@ from conftest import ROOT
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ROOT / "test-artifacts"
-PAGES = ["", "vec_add/", "vec_add_3d/"]
+PAGES = ["", "dashboard/", "analysis/", "vec_add/", "vec_add_3d/", "softmax/"]
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 
@@ -87,8 +87,8 @@ def test_page_loads_offline_without_errors(browser, server, path):
     page = open_page(browser, server + path)
     assert page.errors == []
     assert page.external == [], "the site must read offline"
-    links = {a for a in page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
-             if a.startswith(server) and "#" not in a}
+    links = {a.split("#")[0] for a in page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+             if a.startswith(server)}
     for link in links:
         assert page.request.get(link).status == 200, f"broken link {link} on /{path}"
     page.close()
@@ -138,3 +138,36 @@ def test_search_finds_an_entry(browser, server):
     result = page.locator(".md-search-result__item").first
     result.wait_for(timeout=10_000)
     assert "3D" in result.inner_text()
+
+
+def test_math_renders(browser, server):
+    page = open_page(browser, server + "softmax/")
+    page.locator(".katex").first.wait_for(timeout=10_000)
+    assert page.locator(".katex-display").count() >= 1  # the softmax formula, set as display math
+    assert page.locator(".katex .mfrac").count() >= 1
+
+
+def test_dashboard_links_every_entry_and_shows_both_gpus(browser, server):
+    page = open_page(browser, server + "dashboard/")
+    headers = page.locator("table th").all_inner_texts()
+    assert any("H100" in h for h in headers) and any("H200" in h for h in headers)
+    for entry in ("vec_add", "vec_add_3d", "softmax"):
+        assert page.locator(f"table a[href$='{entry}/']").count() >= 1
+    assert page.locator("figure.nb-plot svg").count() == 1
+    summary = page.locator("table").last.inner_text()
+    assert "fresh" in summary and "clean" in summary
+
+
+def test_analysis_notebook_ran_and_can_be_downloaded(browser, server):
+    page = open_page(browser, server + "analysis/")
+    assert page.locator("img").count() >= 1  # the plot the notebook drew when the site was built
+    assert "H200/H100" in page.inner_text("body")
+    download = page.locator("a[href$='.ipynb']").first
+    assert page.request.get(download.evaluate("a => a.href")).status == 200
+
+
+def test_source_files_that_ran_are_linked(browser, server):
+    page = open_page(browser, server + "softmax/")
+    link = page.locator("a[href$='7_float4_registers.cu']").first
+    body = page.request.get(link.evaluate("a => a.href")).text()
+    assert "softmax_float4_registers" in body

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import shutil
 from pathlib import Path
 
 import yaml
@@ -20,6 +21,7 @@ from . import fmt, plots, tables
 from .results import Problem, Results, View
 
 log = logging.getLogger("mkdocs.plugins.labnotebook")
+SOURCE_SUFFIXES = {".cu", ".cuh", ".py"}
 
 
 def define_env(env) -> None:
@@ -184,6 +186,28 @@ def define_env(env) -> None:
             raise Problem("failed", f"{experiment}: {kernels} differ at {differ or 'every case'}")
         return f"bit-identical in all {len(both)} cases where both ran"
 
+    @block
+    def sources(experiment):
+        """Links to the exact files that ran (copied into the site by on_post_build)."""
+        folder = results.experiments()[experiment]
+        files = sorted(p.name for p in folder.iterdir() if p.suffix in SOURCE_SUFFIXES)
+        links = " · ".join(f'<a href="../snippets/{experiment}/{name}" download><code>{name}</code></a>'
+                           for name in files)
+        return (f'!!! abstract "Source files"\n    {links} — source hash '
+                f'`{results.source_hash(experiment)}`, as recorded with the results.\n')
+
+    @block
+    def run_output(experiment, gpu=None):
+        """What the run reported, row by row, as the build prints it."""
+        v = view(experiment, gpu)
+        if v.shown is None:
+            raise v.problems()[0]
+        lines = []
+        for r in v.shown["rows"]:
+            t = f"{r['time']['median_ms']:.4f} ms" if "time" in r else ""
+            lines.append(f"{r['case']:>20}  {r['name']:<24} {r['status']:<8} {t}  {r.get('error', '')}".rstrip())
+        return "```text\n" + "\n".join(lines) + "\n```\n"
+
     @env.macro
     def contents():
         """The notebook's entries, one line each, oldest first, from each page's front matter."""
@@ -219,3 +243,15 @@ def _front_matter(path: Path) -> dict:
     if not text.startswith("---"):
         return {}
     return yaml.safe_load(text.split("---", 2)[1]) or {}
+
+
+def on_post_build(env) -> None:
+    """Put the experiments' source files into the site, so pages can link the very files that ran."""
+    root = Path(env.conf["config_file_path"]).parent
+    site = Path(env.conf["site_dir"])
+    for folder in (root / "snippets").iterdir():
+        if folder.is_dir():
+            for f in folder.iterdir():
+                if f.suffix in SOURCE_SUFFIXES:
+                    (site / "snippets" / folder.name).mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(f, site / "snippets" / folder.name / f.name)
