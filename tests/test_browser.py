@@ -171,3 +171,11 @@ def test_source_files_that_ran_are_linked(browser, server):
     link = page.locator("a[href$='7_float4_registers.cu']").first
     body = page.request.get(link.evaluate("a => a.href")).text()
     assert "softmax_float4_registers" in body
+
+
+def test_code_annotations_open(browser, server):
+    page = open_page(browser, server + "softmax/")
+    marker = page.locator(".md-annotation__index").first
+    marker.wait_for(timeout=10_000)
+    marker.click()
+    assert "PyCUDA builds against" in page.locator(".md-tooltip--active, .md-annotation__inner").first.inner_text()

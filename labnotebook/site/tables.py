@@ -88,7 +88,14 @@ def end_to_end_table(view: View, kernel: str, cpu: str, cases: list[str]) -> str
             fmt.duration(metrics.median_ms(h2d)), fmt.duration(metrics.median_ms(d2h)),
             fmt.duration(total), fmt.times(cpu_ms / metrics.median_ms(k)),
             fmt.times(cpu_ms / total)]) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines) + caption([view])
+
+
+def caption(views: list[View]) -> str:
+    """The one line under a table that has no provenance box: where, when, and whether verified."""
+    parts = [f"{cell(v.gpu)}, {v.shown['provenance']['date'][:10]}" for v in views if v.shown]
+    return (f"\n\n*Measured on {'; '.join(parts)}. Every timed row was verified against the "
+            "float64 reference first.*\n")
 
 
 def gpu_table(views: list[View], case: str, names: list[str]) -> str:
@@ -109,7 +116,7 @@ def gpu_table(views: list[View], case: str, names: list[str]) -> str:
                       fmt.percent(pct) if pct else "–"]
         label_row = next(r for v in views if v.shown for r in v.shown["rows"] if r["name"] == name)
         lines.append(f"| {label(label_row)} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines) + caption(views)
 
 
 def kernel_report(view: View) -> str:
