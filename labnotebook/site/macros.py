@@ -46,28 +46,22 @@ def define_env(env) -> None:
             warn(str(problem))
         return v
 
-    def block(fn):
-        """A macro that returns a block: on a problem, a visible box in its place."""
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            try:
-                return fn(*args, **kwargs)
-            except (Problem, NotebookError) as e:
-                warn(str(e))
-                return tables.problem_box(e if isinstance(e, Problem) else Problem("missing", str(e)))
-        return env.macro(wrapper)
+    def guarded(show_problem):
+        """Register a macro that, on a problem, warns (failing --strict) and shows ``show_problem``."""
+        def register(fn):
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                try:
+                    return fn(*args, **kwargs)
+                except (Problem, NotebookError) as e:
+                    warn(str(e))
+                    return show_problem(e if isinstance(e, Problem) else Problem("missing", str(e)))
+            return env.macro(wrapper)
+        return register
 
-    def inline(fn):
-        """A macro that returns a value in a sentence: on a problem, a marked placeholder."""
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            try:
-                return fn(*args, **kwargs)
-            except (Problem, NotebookError) as e:
-                warn(str(e))
-                kind = e.kind if isinstance(e, Problem) else "error"
-                return f'<span class="nb-problem" title="{tables.cell(e)}">⚠ {kind} result</span>'
-        return env.macro(wrapper)
+    # A block macro's problem is a box in its place; an inline value's, a marked placeholder.
+    block = guarded(tables.problem_box)
+    inline = guarded(lambda p: f'<span class="nb-problem" title="{tables.cell(p)}">⚠ {p.kind} result</span>')
 
     def boxes(v: View) -> str:
         return "".join(tables.problem_box(p) + "\n" for p in v.problems())
