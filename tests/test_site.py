@@ -85,6 +85,7 @@ def test_fresh_results_render_numbers_and_pass_strict(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Median: 8.00 µs." in html
     assert "1.25×" in html  # speed-up over torch: 0.010 / 0.008
+    assert "7.20–8.80 µs" in html  # the spread: 10th to 90th percentile
     assert "1,500 GB/s" in html and "50.0%" in html
     assert "Measured on NVIDIA H100 80GB HBM3" in html and "(fresh)" in html
 

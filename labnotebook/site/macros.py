@@ -74,6 +74,12 @@ def define_env(env) -> None:
                 + tables.provenance(v))
 
     @block
+    def compare(experiment, kernels, cases, gpu=None):
+        """A compact table of a few rows, speed-ups over the first: a rung beside the one before."""
+        v = view(experiment, gpu)
+        return (boxes(v) + tables.results_table(v, cases, kernels, kernels[0]) + tables.caption([v]))
+
+    @block
     def end_to_end(experiment, kernel, cpu, cases, gpu=None):
         v = view(experiment, gpu)
         return boxes(v) + tables.end_to_end_table(v, kernel, cpu, cases) + "\n"

@@ -45,9 +45,9 @@ def results_table(view: View, cases: list[str] | None = None, names: list[str] |
     cases = cases or view.cases()
     # Copies are not kernels: end_to_end_table shows them beside the kernel they serve.
     names = names or [n for n in view.names() if n not in ("h2d", "d2h")]
-    head = ["", "case", "median", "p10–p90", "throughput", "% of copy ceiling"]
+    head = ["", "case", "median (p10–p90)", "throughput", "% of copy"]
     if baseline:
-        head.append(f"speed-up over {baseline}")
+        head.append(f"× {baseline}")
     head.append("verified (max rel. error)")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for case in cases:
@@ -61,13 +61,13 @@ def results_table(view: View, cases: list[str] | None = None, names: list[str] |
             if "time" in row and row["status"] == "ok":
                 value, unit = metrics.throughput(row)
                 pct = metrics.pct_of_ceiling(row, record)
-                cells += [fmt.duration(row["time"]["median_ms"]), fmt.spread(row),
+                cells += [f'{fmt.duration(row["time"]["median_ms"])}<br><small>{fmt.spread(row)}</small>',
                           fmt.rate(value, unit) if value else "–", fmt.percent(pct) if pct else "–"]
                 if baseline:
                     s = metrics.speedup(row, by_name.get(baseline))
                     cells.append(fmt.times(s) if s else "–")
             else:
-                cells += ["–"] * (5 if baseline else 4)
+                cells += ["–"] * (4 if baseline else 3)
             cells.append(verified(row))
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -125,8 +125,8 @@ def kernel_report(view: View) -> str:
     if record is None:
         raise view.problems()[0]
     sanitizer = record.get("sanitizer") or {}
-    tools = list(next(iter(sanitizer.values()), {}))
-    head = ["kernel", "registers", "shared memory", "spills", "block", "theoretical occupancy", *tools]
+    head = ["kernel", "registers", "shared memory", "spills", "block", "theoretical occupancy",
+            "compute-sanitizer"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, info in record["kernels"].items():
         res = info["resources"]
@@ -139,13 +139,14 @@ def kernel_report(view: View) -> str:
         cells = [f"`{name}`", str(res["registers"]), f"{res.get('smem_bytes', 0) + launch['shared_bytes']:,} B",
                  "none" if spills == 0 else f"{spills} B", "×".join(map(str, launch["block"])),
                  f"{occ:.0%} ({limiter})"]
-        for tool in tools:
-            entry = sanitizer[name][tool]
-            cells.append("✓ clean" if entry["errors"] == 0 else f"✗ {entry['errors']}: {cell(entry['first'])}")
+        tools = sanitizer.get(name, {})
+        found = [f"✗ {tool}: {e['errors']}: {cell(e['first'])}" for tool, e in tools.items() if e["errors"] != 0]
+        cells.append("; ".join(found) if found else
+                     f"✓ {', '.join(tools)} clean" if tools else "not run")
         lines.append("| " + " | ".join(cells) + " |")
     if not sanitizer:
         lines.append("\nThese results were recorded without a compute-sanitizer pass.")
-    return "\n".join(lines)
+    return "\n".join(lines) + caption([view])
 
 
 def checks_table(view: View) -> str:
