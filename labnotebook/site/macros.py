@@ -164,6 +164,12 @@ def define_env(env) -> None:
         return f"{fmt.times(ratio)} faster" if ratio >= 1 else f"{fmt.times(1 / ratio)} slower"
 
     @inline
+    def ratio(experiment, kernel, fast_case, slow_case, gpu=None):
+        """How many times longer ``kernel`` takes at ``slow_case`` than at ``fast_case``."""
+        v = view(experiment, gpu)
+        return fmt.times(metrics.median_ms(v.row(kernel, slow_case)) / metrics.median_ms(v.row(kernel, fast_case)))
+
+    @inline
     def best(experiment, case, gpu=None):
         """The name of the fastest verified kernel at ``case``."""
         return f"`{view(experiment, gpu).best(case)}`"
