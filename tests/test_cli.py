@@ -25,7 +25,7 @@ def test_summary_lines_have_the_documented_fields(summary):
                 "stale"} <= set(line)
 
 
-@pytest.mark.parametrize("experiment", ["vec_add", "vec_add_3d", "softmax"])
+@pytest.mark.parametrize("experiment", ["vec_add", "vec_add_3d", "softmax", "coalescing"])
 def test_committed_results_are_fresh_verified_h100_results(summary, experiment):
     mine = [s for s in summary if s["experiment"] == experiment and s["gpu"] == H100]
     kernels = [s for s in mine if s["kind"] == "kernel" and s["status"] != "skipped"]
@@ -101,3 +101,10 @@ def test_results_files_hold_no_machine_paths_or_secrets(root):
             value = os.environ.get(key)
             if value and len(value) > 3:
                 assert value not in text, f"{path.name} contains ${key}"
+
+
+def test_coalescing_stride_32_is_at_least_5x_slower(summary):
+    """The bar the coalescing entry set: stride 1 against stride 32, measured in one run."""
+    rows = {s["case"]: s for s in summary if s["experiment"] == "coalescing"
+            and s["kernel"] == "1_strided_read" and s["gpu"] == H100}
+    assert rows["stride 32"]["median_ms"] / rows["stride 1"]["median_ms"] >= 5
