@@ -49,7 +49,7 @@ def test_inputs_are_random_and_seeded(name):
         assert np.array_equal(v, x2[k]) and not np.array_equal(v, x3[k])
 
 
-@pytest.mark.parametrize("name", ["vec_add", "vec_add_3d"])
+@pytest.mark.parametrize("name", ["vec_add", "vec_add_3d", "matrix_add_2d"])
 def test_reference_is_float64_and_float32_numpy_meets_the_tolerance(name):
     """The reference is right, and the declared tolerance is one a correct kernel can meet."""
     exp = load(FOLDERS[name])
@@ -136,3 +136,14 @@ def test_vec_add_extremes_cover_overflow_nan_and_subnormals():
     assert np.isnan(c).any() and np.isposinf(c).any() and np.isneginf(c).any()
     assert c[list(zip(x["a"], x["b"])).index((np.float32(3.4e38), np.float32(3.4e38)))] == np.inf
     assert (np.abs(c[np.isfinite(c) & (c != 0)]) < 1e-37).any()  # a subnormal sum survives
+
+
+def test_broadcast_reference_and_tolerance():
+    exp = load(FOLDERS["add_broadcast"])
+    for case in exp.edge_cases + exp.cases[:1]:
+        x = exp.inputs(case, np.random.default_rng(2))
+        want = exp.reference(**x)["out"]
+        got = (x["a"] + x["b"][:, :, None]) + x["c"][:, None, None]  # float32, the kernel's order
+        assert compare(got, want, exp.tolerance).ok, case.name
+        got.ravel()[-1] += np.float32(1e-3)
+        assert not compare(got, want, exp.tolerance).ok
