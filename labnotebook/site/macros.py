@@ -124,6 +124,11 @@ def define_env(env) -> None:
         return tables.kernel_report(view(experiment, gpu))
 
     @block
+    def case_bars(experiment, kernel, cases, title, gpu=None):
+        v = view(experiment, gpu)
+        return f'<figure class="nb-plot">\n{plots.case_bars(v, kernel, cases, title)}\n</figure>'
+
+    @block
     def checks(experiment, gpu=None):
         return tables.checks_table(view(experiment, gpu))
 

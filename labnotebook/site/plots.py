@@ -72,3 +72,19 @@ def ceiling_chart(entries: list[tuple[str, dict[str, float | None]]], gpus: list
         ax.set_xlabel("% of the device-to-device copy bandwidth measured in the same run")
         ax.legend(loc="lower right")
         return _svg(fig)
+
+
+def case_bars(view: View, name: str, cases: list[str], title: str) -> str:
+    """One row at several cases that are not a numeric sweep (block shapes, say), as bars of GB/s."""
+    rows = [view.row(name, c) for c in cases]
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7.5, 0.34 * len(cases) + 1.3))
+        ax.barh(range(len(cases)), [metrics.throughput(r)[0] for r in rows], color="tab:blue")
+        ceiling = view.shown["ceiling"]["gbs"]
+        ax.axvline(ceiling, color=INK, linestyle="--", linewidth=1)
+        ax.annotate(f"copy, {ceiling:,.0f} GB/s", (ceiling, len(cases) - 0.5), ha="right", fontsize=9)
+        ax.set_yticks(range(len(cases)), cases)
+        ax.invert_yaxis()
+        ax.set_xlabel("GB/s (bytes read + written)")
+        ax.set_title(f"{title} — {view.gpu}", fontsize=11)
+        return _svg(fig)
