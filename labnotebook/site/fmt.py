@@ -45,4 +45,5 @@ def error(check: dict) -> str:
     """A verified row's worst error: 'exact', or the largest relative error."""
     if check["max_abs_err"] == 0:
         return "exact"
-    return f"{check['max_rel_err']:.1e}"
+    # Both: where results cancel towards zero the relative error is large and the absolute small.
+    return f"rel {check['max_rel_err']:.1e}<br><small>abs {check['max_abs_err']:.1e}</small>"

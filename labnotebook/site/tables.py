@@ -48,7 +48,7 @@ def results_table(view: View, cases: list[str] | None = None, names: list[str] |
     head = ["", "case", "median (p10–p90)", "throughput", "% of copy"]
     if baseline:
         head.append(f"× {baseline}")
-    head.append("verified (max rel. error)")
+    head.append("verified (max error)")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for case in cases:
         by_name = {r["name"]: r for r in record["rows"] if r["case"] == case}
