@@ -147,3 +147,15 @@ def test_broadcast_reference_and_tolerance():
         assert compare(got, want, exp.tolerance).ok, case.name
         got.ravel()[-1] += np.float32(1e-3)
         assert not compare(got, want, exp.tolerance).ok
+
+
+def test_warp_primitives_reference_lane_by_lane():
+    """The NumPy reference against a plain loop over warps, partial last warps included."""
+    exp = load(FOLDERS["warp_primitives"])
+    for case in exp.edge_cases[:4]:
+        x = exp.inputs(case, np.random.default_rng(0))["x"].astype(np.float64)
+        ref = exp.reference(x.astype(np.float32))
+        starts = range(0, x.size, 32)
+        assert list(ref["sums"]) == [x[s:s + 32].sum() for s in starts]
+        assert list(ref["firsts"]) == [x[i // 32 * 32] for i in range(x.size)]
+        assert list(ref["scans"]) == [x[i // 32 * 32:i + 1].sum() for i in range(x.size)]
