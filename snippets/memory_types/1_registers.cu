@@ -1,0 +1,16 @@
+// Registers: each thread reads its mirrored element straight from global memory into a
+// register and evaluates the polynomial there; the coefficients are literals, which the
+// compiler folds into the instructions themselves.
+#include "common.cuh"
+
+// --8<-- [start:kernel]
+extern "C" __global__ void mirror_poly_registers(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * TILE + threadIdx.x;
+    int start = blockIdx.x * TILE;
+    if (i < n) {
+        float v = x[start + tile_length(start, n) - 1 - threadIdx.x];
+        y[i] = 1.0f + v * (0.5f + v * (0.25f + v * 0.125f));
+    }
+}
+// --8<-- [end:kernel]
