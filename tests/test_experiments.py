@@ -44,9 +44,12 @@ def test_inputs_are_random_and_seeded(name):
     x1 = exp.inputs(case, np.random.default_rng([exp.seed, 0]))
     x2 = exp.inputs(case, np.random.default_rng([exp.seed, 0]))
     x3 = exp.inputs(case, np.random.default_rng([exp.seed, 1]))
+    # The data (the largest input) is random, never zeros; workspace buffers may start at zero.
+    data = max(x1, key=lambda k: x1[k].size)
+    assert np.count_nonzero(x1[data]) > 0.99 * x1[data].size, "inputs must not be zeros"
+    assert not np.array_equal(x1[data], x3[data])
     for k, v in x1.items():
-        assert np.count_nonzero(v) > 0.99 * v.size, "inputs must not be zeros"
-        assert np.array_equal(v, x2[k]) and not np.array_equal(v, x3[k])
+        assert np.array_equal(v, x2[k])
 
 
 @pytest.mark.parametrize("name", ["vec_add", "vec_add_3d", "matrix_add_2d"])
