@@ -19,7 +19,7 @@ from conftest import ROOT
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ROOT / "test-artifacts"
-PAGES = ["", "dashboard/", "analysis/", "vec_add/", "vec_add_3d/", "softmax/", "coalescing/", "matrix_add_2d/", "add_broadcast/", "warp_primitives/", "memory_types/"]
+PAGES = ["", "dashboard/", "analysis/", "vec_add/", "vec_add_3d/", "softmax/", "coalescing/", "matrix_add_2d/", "add_broadcast/", "warp_primitives/", "memory_types/", "block_reduce/"]
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 

@@ -27,7 +27,7 @@ def test_summary_lines_have_the_documented_fields(summary):
 
 @pytest.mark.parametrize("experiment", ["vec_add", "vec_add_3d", "softmax", "coalescing",
                                         "matrix_add_2d", "add_broadcast", "warp_primitives",
-                                        "memory_types"])
+                                        "memory_types", "block_reduce"])
 def test_committed_results_are_fresh_verified_h100_results(summary, experiment):
     mine = [s for s in summary if s["experiment"] == experiment and s["gpu"] == H100]
     kernels = [s for s in mine if s["kind"] == "kernel" and s["status"] != "skipped"]
