@@ -36,7 +36,7 @@ def _row(view: View, name: str, case: str) -> dict | None:
 def dashboard_table(results: Results, headlines: dict, gpus: list[str]) -> str:
     head = ["entry", "", "case"]
     for g in gpus:
-        head += [f"{short(g)} median", f"{short(g)} GB/s (% of copy)", f"{short(g)} speed-up"]
+        head += [f"{short(g)} GB/s (% of copy)", f"{short(g)} speed-up"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for experiment, name, rows in headline_rows(results, headlines, gpus):
         spec = headlines[experiment]
@@ -45,14 +45,13 @@ def dashboard_table(results: Results, headlines: dict, gpus: list[str]) -> str:
         for g in gpus:
             row, view = rows[g], results.view(experiment, g)
             if row is None:
-                cells += ["–", "–", "–"]
+                cells += ["–", "–"]
                 continue
             value, unit = metrics.throughput(row)
             pct = metrics.pct_of_ceiling(row, view.shown)
             base = _row(view, spec["baseline"], spec["case"])
             s = metrics.speedup(row, base)
-            cells += [fmt.duration(metrics.median_ms(row)),
-                      fmt.rate(value, unit) + (f" ({fmt.percent(pct)})" if pct else ""),
+            cells += [fmt.rate(value, unit) + (f" ({fmt.percent(pct)})" if pct else ""),
                       f"{fmt.times(s)} over {spec['baseline']}" if s and name != spec["baseline"] else "–"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
