@@ -23,8 +23,8 @@ _FRAME = re.compile(r"at (?:void )?(\w+)(?:\(.*?\))?\+0x")
 
 
 def sanitizer_path() -> str | None:
-    return shutil.which("compute-sanitizer") or next(
-        (p for p in ("/usr/local/cuda/bin/compute-sanitizer",) if Path(p).exists()), None)
+    fallback = Path("/usr/local/cuda/bin/compute-sanitizer")
+    return shutil.which("compute-sanitizer") or (str(fallback) if fallback.exists() else None)
 
 
 def parse(output: str, functions: dict[str, str]) -> dict[str, dict]:

@@ -61,7 +61,7 @@ def execution_summary(results: Results, gpus: list[str]) -> str:
     """Like sphinx-gallery's computation times: each experiment's last run on each GPU."""
     head = ["experiment", "GPU", "date", "run time", "state", "rows", "compute-sanitizer"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for experiment in results.experiments():
+    for experiment in results.experiments:
         for g in gpus:
             v = results.view(experiment, g)
             problems = v.problems()

@@ -134,7 +134,7 @@ def define_env(env) -> None:
 
     @inline
     def value(experiment, kernel, case, what="median", gpu=None):
-        """One figure of one row: median, throughput, pct_ceiling, registers."""
+        """One figure of one row: median, throughput or pct_ceiling."""
         v = view(experiment, gpu)
         row = v.row(kernel, case)
         if what == "median":
@@ -143,8 +143,6 @@ def define_env(env) -> None:
             text = fmt.rate(*metrics.throughput(row))
         elif what == "pct_ceiling":
             text = fmt.percent(metrics.pct_of_ceiling(row, v.shown))
-        elif what == "registers":
-            text = str(v.shown["kernels"][kernel]["resources"]["registers"])
         else:
             raise NotebookError(f"value(): unknown figure {what!r}")
         return text + (' <span class="nb-stale">(stale)</span>' if v.stale else "")
@@ -200,12 +198,12 @@ def define_env(env) -> None:
     @block
     def sources(experiment):
         """Links to the exact files that ran (copied into the site by on_post_build)."""
-        folder = results.experiments()[experiment]
+        folder = results.experiments[experiment]
         files = sorted(p.name for p in folder.iterdir() if p.suffix in SOURCE_SUFFIXES)
         links = " · ".join(f'<a href="../snippets/{experiment}/{name}" download><code>{name}</code></a>'
                            for name in files)
         return (f'!!! abstract "Source files"\n    {links} — source hash '
-                f'`{results.source_hash(experiment)}`, as recorded with the results.\n')
+                f'`{results.hashes[experiment]}`, as recorded with the results.\n')
 
     @block
     def run_output(experiment, gpu=None):

@@ -12,7 +12,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ..errors import ResultsError
-from ..experiments import experiment_folders, source_hash
+from ..experiments import experiment_folders
 from ..store import Store
 from ..summary import current_hashes
 
@@ -121,11 +121,6 @@ class Results:
         return View(experiment, gpu, self.store.read(experiment, gpu),
                     self.store.read_failure(experiment, gpu), self.hashes[experiment])
 
-    def gpus(self, experiment: str) -> list[str]:
-        return self.store.gpus(experiment)
-
+    @cached_property
     def experiments(self) -> dict[str, Path]:
         return experiment_folders(self.root / "snippets")
-
-    def source_hash(self, experiment: str) -> str:
-        return source_hash(self.experiments()[experiment])
