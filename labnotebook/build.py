@@ -113,7 +113,8 @@ def build(root: Path, store: Store, selected: dict[str, Path], force: bool, sani
     for name, folder in selected.items():
         h = source_hash(folder)
         record = store.read(name, gpu)
-        if not force and record and record.get("source_hash") == h and record["status"] == "ok":
+        if not force and record and record.get("source_hash") == h and record["status"] == "ok" \
+                and not newly_installed(record):
             outcomes.append(Outcome(name, "unchanged", f"results from {record['provenance']['date']}"))
         else:
             todo.append((name, folder, h))
@@ -125,6 +126,14 @@ def build(root: Path, store: Store, selected: dict[str, Path], force: bool, sani
             outcomes.append(run_one(root, store, gpu, name, folder, h, ceiling, sanitize))
     print_outcomes(gpu, outcomes)
     return 1 if any(o.state == "failed" for o in outcomes) else 0
+
+
+def newly_installed(record: dict) -> list[str]:
+    """Modules that were missing when ``record`` was made and can be imported now."""
+    from .run.execute import module_installed
+
+    missing = {r["missing_module"] for r in record["rows"] if r.get("missing_module")}
+    return sorted(m for m in missing if module_installed(m))
 
 
 def run_ceiling(root: Path, store: Store, gpu: str) -> dict | None:

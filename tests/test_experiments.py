@@ -1,11 +1,12 @@
 """Discovery, declarations, references and source hashes, all on the CPU."""
 
+import ast
 import shutil
 
 import numpy as np
 import pytest
 
-from labnotebook import Unsupported
+from labnotebook import PythonKernel, Unsupported
 from labnotebook.errors import ExperimentError
 from labnotebook.experiments import engine_hash, experiment_folders, load, source_hash
 from labnotebook.run.verify import compare
@@ -25,6 +26,8 @@ def test_declaration_is_consistent(name):
     assert exp.name == name and exp.kernels and exp.cases and exp.edge_cases
     buffers = set(exp.inputs(exp.edge_cases[0], np.random.default_rng(0))) | set(exp.outputs)
     for k in exp.kernels:
+        if isinstance(k, PythonKernel):  # launched by its own host code; see test_python_kernels_parse
+            continue
         for case in exp.cases + exp.edge_cases:
             try:
                 launch = k.launch(case)
@@ -35,6 +38,22 @@ def test_declaration_is_consistent(name):
             assert named <= buffers, f"{k.name} names unknown buffers"
             threads = np.prod(launch.block)
             assert 0 < threads <= 1024
+            assert launch.shared_bytes <= 227 * 1024, "more shared memory than a Hopper block can have"
+            for name in k.cases or ():
+                assert name in {c.name for c in exp.cases + exp.edge_cases}, f"{k.name}: unknown case {name}"
+
+
+@pytest.mark.parametrize("name", sorted(FOLDERS))
+def test_python_kernels_parse(name):
+    """Triton and cuTile rungs need their DSL to import, which a CPU machine may lack; their
+    source must still be valid Python, and they must name what they need."""
+    exp = load(FOLDERS[name])
+    for k in exp.kernels:
+        if isinstance(k, PythonKernel):
+            source = (FOLDERS[name] / k.source).read_text()
+            tree = ast.parse(source)
+            assert any(isinstance(n, ast.FunctionDef) and n.name == k.function for n in tree.body)
+            assert "torch" in k.requires and len(k.requires) > 1, "name the DSL in requires"
 
 
 @pytest.mark.parametrize("name", sorted(FOLDERS))

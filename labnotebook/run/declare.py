@@ -61,6 +61,15 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class Tolerance:
+    """Element ``i`` passes when ``|out[i] - ref[i]| <= atol + rtol * |ref[i]|``.
+    Non-finite reference values must be matched exactly (NaN by NaN, inf by inf of the same sign)."""
+
+    atol: float
+    rtol: float
+
+
+@dataclass(frozen=True)
 class Kernel:
     """One rung of a ladder: a ``.cu`` file, the ``extern "C"`` function in it, and how to launch it."""
 
@@ -70,6 +79,34 @@ class Kernel:
     # Why this kernel is known to compute wrong answers; the build insists that it fails.
     expected_failure: str | None = None
     nvcc_options: tuple[str, ...] = ()
+    # Its own tolerance where its precision differs from the experiment's (fp16 output, say).
+    tolerance: Tolerance | None = None
+    # Run only at these case names (a slow rung left out of the largest size); None: all.
+    cases: tuple[str, ...] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.source.rsplit(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class PythonKernel:
+    """A rung written in a Python DSL (Triton, cuTile) instead of CUDA C++.
+
+    ``source`` is a ``.py`` file beside ``experiment.py``; its function ``function(case, inputs,
+    outputs)`` receives the inputs and the (poisoned) outputs as torch tensors on the GPU and
+    returns a callable that launches the kernel once. The engine verifies and times it like a
+    CUDA kernel. It may raise ``Unsupported`` (at preparation or at its first launch) when this
+    GPU or toolchain cannot run it; the case is then recorded as skipped, with the reason.
+    ``requires`` names Python modules that must import, else every case is skipped.
+    """
+
+    source: str
+    function: str = "prepare"
+    requires: tuple[str, ...] = ("torch",)
+    tolerance: Tolerance | None = None
+    cases: tuple[str, ...] | None = None
+    expected_failure: str | None = None
 
     @property
     def name(self) -> str:
@@ -93,15 +130,7 @@ class Baseline:
     requires: tuple[str, ...] = ()
     # Timed only at these cases (all timed cases when None); verified at every case regardless.
     timed_cases: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """Element ``i`` passes when ``|out[i] - ref[i]| <= atol + rtol * |ref[i]|``.
-    Non-finite reference values must be matched exactly (NaN by NaN, inf by inf of the same sign)."""
-
-    atol: float
-    rtol: float
+    tolerance: Tolerance | None = None
 
 
 @dataclass
@@ -109,7 +138,7 @@ class Experiment:
     """The single declaration of an experiment. ``name`` is filled in from its folder."""
 
     title: str
-    kernels: list[Kernel]
+    kernels: list[Kernel | PythonKernel]
     cases: list[Case]
     inputs: Callable[[Case, np.random.Generator], dict[str, np.ndarray]]
     reference: Callable[..., dict[str, np.ndarray]]
@@ -123,6 +152,10 @@ class Experiment:
     # Time host<->device copies of the inputs and outputs for each case, as their own rows.
     time_transfers: bool = False
     seed: int = 20261121
+    # What every kernel needs: Python modules that must import, and the oldest GPU (major,
+    # minor). Where either is missing, every row is recorded as skipped with the reason.
+    requires: tuple[str, ...] = ()
+    min_compute_capability: tuple[int, int] | None = None
     # The build kills an experiment that runs longer than this (a hung kernel, say).
     time_limit_s: int = 600
     name: str = ""

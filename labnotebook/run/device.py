@@ -8,10 +8,12 @@ the same context and on the same default stream as our kernels and are timed the
 from __future__ import annotations
 
 import datetime
+import importlib
 import os
 import platform
 import re
 import subprocess
+import sys
 
 from ..errors import NoGPUError
 from .compile import nvcc_path
@@ -55,9 +57,15 @@ def _smi(*fields: str) -> dict[str, str]:
 
 def _version(module: str) -> str | None:
     try:
-        return __import__(module).__version__
+        return importlib.import_module(module).__version__
     except Exception:
         return None
+
+
+def _cublas_version() -> str | None:
+    """cuBLAS's version where this process used it (a matmul experiment's baselines)."""
+    cublas = sys.modules.get(f"{__package__}.cublas")
+    return cublas.version() if cublas and cublas.handle.cache_info().currsize else None
 
 
 def _nvcc_version() -> str | None:
@@ -87,6 +95,12 @@ def describe(cuda, device) -> dict:
         "max_blocks_per_sm": device.get_attribute(attr.MAX_BLOCKS_PER_MULTIPROCESSOR),
         "registers_per_sm": device.get_attribute(attr.MAX_REGISTERS_PER_MULTIPROCESSOR),
         "smem_per_sm_bytes": device.get_attribute(attr.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
+        "smem_per_block_optin_bytes": device.get_attribute(attr.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+        "warp_size": device.get_attribute(attr.WARP_SIZE),
+        # What the memory can move in theory: two transfers per clock on every bit of the bus.
+        "memory_bus_bits": device.get_attribute(attr.GLOBAL_MEMORY_BUS_WIDTH),
+        "memory_clock_khz": device.get_attribute(attr.MEMORY_CLOCK_RATE),
+        "sm_clock_khz": device.get_attribute(attr.CLOCK_RATE),
         "max_sm_clock_mhz": _int(smi.get("clocks.max.sm")),
         "max_mem_clock_mhz": _int(smi.get("clocks.max.mem")),
         "sm_clock_at_start_mhz": _int(smi.get("clocks.sm")),
@@ -97,6 +111,9 @@ def describe(cuda, device) -> dict:
         "pycuda": __import__("pycuda").VERSION_TEXT,
         "numpy": _version("numpy"),
         "torch": _version("torch"),
+        "triton": _version("triton"),
+        "cuda_tile": _version("cuda.tile") if "cuda.tile" in sys.modules else None,
+        "cublas": _cublas_version(),
         "python": platform.python_version(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "git_commit": os.environ.get("NOTEBOOK_GIT_COMMIT") or _git_commit(),

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import ExperimentError, NotebookError
 from .compile import compile_cubin
-from .declare import Case, Experiment, Kernel, Launch, Unsupported
+from .declare import Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, Unsupported
 from .device import describe, open_context
 from .timing import GpuTimer, time_cpu
 from .verify import compare
@@ -48,7 +48,26 @@ def _digest(arrays: dict[str, np.ndarray]) -> str:
 def _as_numpy(value) -> np.ndarray:
     if hasattr(value, "cpu"):  # torch tensors, on whatever device
         value = value.detach().cpu().numpy()
+    elif hasattr(value, "get"):  # PyCUDA GPUArrays
+        value = value.get()
     return np.asarray(value)
+
+
+def module_installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a dotted name whose parent package is missing
+        return False
+
+
+def _load_module(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        raise ExperimentError(f"{path.name} raised {type(e).__name__} on import: {e}") from e
+    return module
 
 
 class Runner:
@@ -60,9 +79,26 @@ class Runner:
         self.timer = GpuTimer(self.cuda)
         major, minor = self.device.compute_capability()
         self.arch = f"sm_{major}{minor}"
+        self.capability = (major, minor)
         self.functions: dict[str, object] = {}
+        self.modules: dict[str, object] = {}
         self.with_baselines = True
         self.kernel_info: dict[str, dict] = {}
+        self.unavailable = self.missing(exp.requires, exp.min_compute_capability)
+
+    def missing(self, modules: tuple[str, ...], capability: tuple[int, int] | None = None) -> dict | None:
+        """Why something that needs ``modules`` and ``capability`` cannot run here, as the
+        fields of a skipped row, or None. A missing module is named so that the build can run
+        the experiment again once it is installed."""
+        if capability and self.capability < tuple(capability):
+            return {"status": "skipped", "unavailable": True,
+                    "error": f"not supported on this GPU: needs compute capability "
+                             f"{capability[0]}.{capability[1]}, this GPU has {self.capability[0]}.{self.capability[1]}"}
+        for module in modules:
+            if not module_installed(module):
+                return {"status": "skipped", "unavailable": True, "missing_module": module,
+                        "error": f"requires {module}, which is not installed"}
+        return None
 
     def close(self) -> None:
         self.context.pop()
@@ -70,6 +106,12 @@ class Runner:
     # -- compiling ---------------------------------------------------------------------------
     def compile(self, build_dir: Path) -> None:
         for k in self.exp.kernels:
+            if isinstance(k, PythonKernel):
+                self.kernel_info[k.name] = {"source": k.source, "function": k.function, "language": "python",
+                                            "expected_failure": k.expected_failure}
+                if not self.unavailable and not self.missing(k.requires):
+                    self.modules[k.name] = _load_module(self.folder / k.source, f"notebook_snippets.{self.exp.name}.{k.name}")
+                continue
             compiled = compile_cubin(self.folder / k.source, build_dir, self.arch, k.nvcc_options, self.root)
             module = self.cuda.module_from_file(str(compiled.cubin))
             try:
@@ -101,8 +143,15 @@ class Runner:
             if timed and exp.time_transfers:
                 rows += self.transfer_rows(inputs, host_out, buffers, base)
             for k in exp.kernels:
-                rows.append({"kind": "kernel", "name": k.name, **base,
-                             **self.run_kernel(k, case, buffers, host_out, reference, timed)})
+                if self.unavailable:
+                    result = self.unavailable
+                elif k.cases is not None and case.name not in k.cases:
+                    result = {"status": "skipped", "error": f"not run at {case.name} (runs at {', '.join(k.cases)})"}
+                elif isinstance(k, PythonKernel):
+                    result = self.run_python_kernel(k, case, inputs, reference, timed)
+                else:
+                    result = self.run_kernel(k, case, buffers, host_out, reference, timed)
+                rows.append({"kind": "kernel", "name": k.name, **base, **result})
             for b in exp.baselines if self.with_baselines else ():
                 time_it = timed and (b.timed_cases is None or case.name in b.timed_cases)
                 rows.append({"kind": "baseline", "name": b.name, "device": b.device, **base, "timed": time_it,
@@ -133,7 +182,7 @@ class Runner:
         except self.cuda.Error as e:
             self._check_context(f"kernel {k.name}")
             return {**row, "status": "failed", "error": f"CUDA error: {e}"}
-        row.update(self._verify(host_out, reference))
+        row.update(self._verify(host_out, reference, k.tolerance))
         row["digest"] = _digest(host_out)
         if row["status"] == "ok" and timed:
             try:
@@ -143,13 +192,39 @@ class Runner:
                 return {**row, "status": "failed", "error": f"CUDA error while timing: {e}"}
         return row
 
+    def run_python_kernel(self, k: PythonKernel, case: Case, inputs, reference, timed) -> dict:
+        unmet = self.missing(k.requires)
+        if unmet:
+            return unmet
+        import torch
+
+        x = {name: torch.from_numpy(np.ascontiguousarray(a)).cuda() for name, a in inputs.items()}
+        out = {name: torch.from_numpy(np.empty(reference[name].shape, dtype)).cuda()
+               for name, dtype in self.exp.outputs.items()}
+        try:
+            go = getattr(self.modules[k.name], k.function)(case, x, out)
+            for t in out.values():
+                t.view(torch.uint8).fill_(POISON_BYTE)
+            go()
+            torch.cuda.synchronize()
+        except Unsupported as e:
+            return {"status": "skipped", "error": str(e), "unavailable": True}
+        except Exception as e:  # a DSL compiler's error, or a launch that failed
+            self._check_context(f"kernel {k.name}")
+            return {"status": "failed", "error": f"{type(e).__name__}: {e}".strip()}
+        host = {name: t.cpu().numpy() for name, t in out.items()}
+        row = {**self._verify(host, reference, k.tolerance), "digest": _digest(host)}
+        if row["status"] == "ok" and timed:
+            row["time"] = self.timer.time(go)
+        return row
+
     def run_baseline(self, b, case: Case, inputs, reference, timed: bool) -> dict:
-        for module in b.requires:
-            if importlib.util.find_spec(module) is None:
-                return {"status": "skipped", "error": f"{module} is not installed"}
+        unmet = self.missing(b.requires)
+        if unmet:
+            return unmet
         fn = b.prepare(case, inputs)
         outputs = {name: _as_numpy(v) for name, v in fn().items()}
-        row = self._verify(outputs, reference)
+        row = self._verify(outputs, reference, b.tolerance)
         if row["status"] == "ok" and timed:
             row["time"] = self.timer.time(fn) if b.device == "gpu" else time_cpu(fn)
         return row
@@ -187,14 +262,17 @@ class Runner:
         grid = tuple(int(g) for g in launch.grid) + (1,) * (3 - len(launch.grid))
         block = tuple(int(b) for b in launch.block) + (1,) * (3 - len(launch.block))
         fn = self.functions[k.name]
+        if launch.shared_bytes > 48 * 1024:  # more than the default needs the kernel's opt-in
+            fn.set_attribute(self.cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)
         return lambda: fn(*args, grid=grid, block=block, shared=launch.shared_bytes)
 
-    def _verify(self, outputs, reference) -> dict:
-        checks = {name: compare(outputs[name], reference[name], self.exp.tolerance)
+    def _verify(self, outputs, reference, tolerance: Tolerance | None = None) -> dict:
+        tolerance = tolerance or self.exp.tolerance
+        checks = {name: compare(outputs[name], reference[name], tolerance)
                   for name in self.exp.outputs}
         worst = max(checks.values(), key=lambda c: (c.max_abs_err, c.mismatches))
         row = {"status": "ok" if all(c.ok for c in checks.values()) else "failed",
-               "check": worst.as_record()}
+               "check": {**worst.as_record(), "atol": tolerance.atol, "rtol": tolerance.rtol}}
         bad = [c.describe(n) for n, c in checks.items() if not c.ok]
         if bad:
             row["error"] = "wrong answer: " + "; ".join(bad)

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from labnotebook import Baseline, Case, Experiment, Kernel, Launch, Tolerance, cdiv
+from labnotebook import Case, Experiment, Kernel, Launch, Tolerance, cdiv
+from labnotebook.run.elementwise import TORCH_ADD, add_reference
 
 BLOCK = (16, 16)
 
@@ -15,22 +16,9 @@ def inputs(case, rng):
     return {k: rng.standard_normal((case.rows, case.cols), dtype=np.float32) for k in "ab"}
 
 
-def reference(a, b):
-    # Exact in float64, rounded once to float32: a correct kernel matches it bit for bit.
-    return {"c": (a.astype(np.float64) + b.astype(np.float64)).astype(np.float32).astype(np.float64)}
-
-
 def launch(case):
     return Launch(grid=(cdiv(case.cols, BLOCK[0]), cdiv(case.rows, BLOCK[1])), block=BLOCK,
                   args=("a", "b", "c", np.int32(case.rows), np.int32(case.cols)))
-
-
-def torch_add(case, x):
-    import torch
-
-    a, b = (torch.from_numpy(x[k]).cuda() for k in "ab")
-    c = torch.empty_like(a)
-    return lambda: {"c": torch.add(a, b, out=c)}
 
 
 experiment = Experiment(
@@ -39,9 +27,9 @@ experiment = Experiment(
     cases=[matrix(1024, 2048), matrix(8192, 8192)],
     edge_cases=[matrix(1, 1), matrix(17, 33), matrix(1023, 2049), matrix(2049, 1), matrix(1, 4099)],
     inputs=inputs,
-    reference=reference,
+    reference=add_reference,
     outputs={"c": np.float32},
     tolerance=Tolerance(atol=0.0, rtol=0.0),
     bytes_moved=lambda case: 3 * 4 * case.rows * case.cols,
-    baselines=[Baseline("torch", torch_add, requires=("torch",))],
+    baselines=[TORCH_ADD],
 )

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from labnotebook import Baseline, Case, Experiment, Kernel, Launch, Tolerance, Unsupported, cdiv
+from labnotebook import (Baseline, Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, Unsupported,
+                         cdiv)
 
 SWEEP_ELEMENTS = 2**24  # 64 MiB in, 64 MiB out: well past the L2 at every row length
 
@@ -109,6 +110,7 @@ experiment = Experiment(
         Kernel("7_float4_registers.cu", "softmax_float4_registers", registers),
         Kernel("8_warp_per_row.cu", "softmax_warp_per_row", warp_per_row),
         Kernel("9_cluster.cu", "softmax_cluster", cluster),
+        PythonKernel("triton_softmax.py", requires=("torch", "triton")),
     ],
     cases=[*HEADLINE, *(matrix(SWEEP_ELEMENTS // 2**k, 2**k) for k in range(5, 18))],
     edge_cases=[

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from labnotebook import Baseline, Case, Experiment, Kernel, Launch, Tolerance, cdiv, sizes
+from labnotebook import Baseline, Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, cdiv, sizes
+from labnotebook.run.elementwise import TORCH_ADD, add_reference
 
 BLOCK = 256
 # Rung 2 launches a fixed grid: enough 256-thread blocks to fill every SM several times over.
@@ -23,13 +24,6 @@ def inputs(case, rng):
     return {"a": a, "b": b}
 
 
-def reference(a, b):
-    # Exact in float64, then rounded once to float32: a correct float32 add matches it bit for
-    # bit, overflow to inf and NaN included.
-    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf and overflow are the point
-        return {"c": (a.astype(np.float64) + b.astype(np.float64)).astype(np.float32).astype(np.float64)}
-
-
 def launch_naive(case):
     return Launch(grid=(cdiv(case.n, BLOCK),), block=(BLOCK,), args=("a", "b", "c", np.int32(case.n)))
 
@@ -44,27 +38,19 @@ def numpy_add(case, x):
     return lambda: {"c": np.add(x["a"], x["b"], out=c)}
 
 
-def torch_add(case, x):
-    import torch
-
-    a, b = (torch.from_numpy(x[k]).cuda() for k in "ab")
-    c = torch.empty_like(a)
-    return lambda: {"c": torch.add(a, b, out=c)}
-
-
 experiment = Experiment(
     title="Vector add: is the GPU faster?",
     kernels=[Kernel("1_add.cu", "vec_add", launch_naive),
-             Kernel("2_add_float4.cu", "vec_add_float4", launch_float4)],
+             Kernel("2_add_float4.cu", "vec_add_float4", launch_float4),
+             PythonKernel("triton_add.py", requires=("torch", "triton"))],
     cases=[Case("10M", n=10_000_000), *sizes(*(2**k for k in range(10, 29, 2)))],
     edge_cases=[*sizes(1, 3, 255, 257, 1_000_003, 4 * BLOCK * FLOAT4_GRID + 5),
                 Case("4,099 extremes", n=4099, kind="extremes")],
     inputs=inputs,
-    reference=reference,
+    reference=add_reference,
     outputs={"c": np.float32},
     tolerance=Tolerance(atol=0.0, rtol=0.0),
     bytes_moved=lambda case: 3 * 4 * case.n,
-    baselines=[Baseline("numpy", numpy_add, device="cpu"),
-               Baseline("torch", torch_add, requires=("torch",))],
+    baselines=[Baseline("numpy", numpy_add, device="cpu"), TORCH_ADD],
     time_transfers=True,
 )

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from labnotebook import Baseline, Case, Experiment, Kernel, Launch, Tolerance, Unsupported, cdiv
+from labnotebook import Case, Experiment, Kernel, Launch, Tolerance, Unsupported, cdiv
+from labnotebook.run.elementwise import TORCH_ADD, add_reference
 
 BLOCK_3D = (16, 8, 8)
 
@@ -15,12 +16,6 @@ def inputs(case, rng):
     dims = (case.nz, case.ny, case.nx)
     return {"a": rng.standard_normal(dims, dtype=np.float32),
             "b": rng.standard_normal(dims, dtype=np.float32)}
-
-
-def reference(a, b):
-    # Exact in float64, rounded once to float32: both launches must match it bit for bit.
-    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf and overflow are the point
-        return {"c": (a.astype(np.float64) + b.astype(np.float64)).astype(np.float32).astype(np.float64)}
 
 
 def launch_1d(case):
@@ -37,14 +32,6 @@ def launch_3d(case):
                   args=("a", "b", "c", np.int32(case.nx), np.int32(case.ny), np.int32(case.nz)))
 
 
-def torch_add(case, x):
-    import torch
-
-    a, b = (torch.from_numpy(x[k]).cuda() for k in "ab")
-    c = torch.empty_like(a)
-    return lambda: {"c": torch.add(a, b, out=c)}
-
-
 experiment = Experiment(
     title="Vector add in 3D: the same sum, another grid",
     kernels=[Kernel("1_add_1d.cu", "add_1d", launch_1d),
@@ -55,9 +42,9 @@ experiment = Experiment(
     edge_cases=[shape(1, 1, 1), shape(17, 9, 5), shape(1001, 3, 7), shape(16, 8, 9),
                 shape(1, 1, 8 * 65535), shape(1, 1, 8 * 65535 + 1)],
     inputs=inputs,
-    reference=reference,
+    reference=add_reference,
     outputs={"c": np.float32},
     tolerance=Tolerance(atol=0.0, rtol=0.0),
     bytes_moved=lambda case: 3 * 4 * case.nx * case.ny * case.nz,
-    baselines=[Baseline("torch", torch_add, requires=("torch",))],
+    baselines=[TORCH_ADD],
 )
