@@ -114,6 +114,21 @@ class PythonKernel:
 
 
 @dataclass(frozen=True)
+class PhaseProgram:
+    """A whole program, timed phase by phase in fresh processes (see ``phases.py``).
+
+    ``source`` is a ``.py`` file beside ``experiment.py`` with ``main(case, inputs, phase,
+    cubins)``: it does everything a standalone program does (context, module, allocation,
+    copies, launch, copies back, teardown) with each step inside ``with phase("name"):``, loads
+    kernels from ``cubins / "<kernel name>.cubin"``, and returns its outputs for verification.
+    """
+
+    source: str
+    cases: tuple[str, ...]
+    repeats: int = 10
+
+
+@dataclass(frozen=True)
 class Baseline:
     """Something to compare the kernels with, run on the same inputs in the same run.
 
@@ -151,6 +166,7 @@ class Experiment:
     baselines: list[Baseline] = field(default_factory=list)
     # Time host<->device copies of the inputs and outputs for each case, as their own rows.
     time_transfers: bool = False
+    phases: PhaseProgram | None = None
     seed: int = 20261121
     # What every kernel needs: Python modules that must import, and the oldest GPU (major,
     # minor). Where either is missing, every row is recorded as skipped with the reason.

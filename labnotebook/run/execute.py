@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ExperimentError, NotebookError
+from . import phases
 from .compile import compile_cubin
 from .declare import Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, Unsupported
 from .device import describe, open_context
@@ -152,6 +154,9 @@ class Runner:
                 else:
                     result = self.run_kernel(k, case, buffers, host_out, reference, timed)
                 rows.append({"kind": "kernel", "name": k.name, **base, **result})
+            if timed and self.with_baselines and exp.phases and case.name in exp.phases.cases:
+                rows += phases.measure(exp.phases, self.folder, case, inputs, self.build_dir,
+                                       lambda outputs: self._verify(outputs, reference), dict(os.environ))
             for b in exp.baselines if self.with_baselines else ():
                 time_it = timed and (b.timed_cases is None or case.name in b.timed_cases)
                 rows.append({"kind": "baseline", "name": b.name, "device": b.device, **base, "timed": time_it,
@@ -313,21 +318,22 @@ def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: dict | No
     runner.with_baselines = with_baselines
     try:
         with tempfile.TemporaryDirectory(prefix="notebook-cubin-") as build_dir:
-            runner.compile(Path(build_dir))
-        if ceiling is None:
-            ceiling = runner.timer.copy_bandwidth()
-        timed = exp.cases if cases is None else cases
-        edges = exp.edge_cases if edge_cases is None else edge_cases
-        rows = []
-        plan = [(c, True) for c in timed] + [(c, False) for c in edges]
-        for i, (case, is_timed) in enumerate(plan):
-            case_rows = runner.run_case(case, is_timed, seed=i)
-            for r in case_rows:
-                shown = r["time"]["median_ms"] if "time" in r else None
-                log(f"[{i + 1:>3}/{len(plan)}] {case.name:>12}  {r['name']:<18} {r['status']:<8}"
-                    + (f" {shown:.4f} ms" if shown is not None else "")
-                    + (f"  {r['error']}" if r.get("error") else ""))
-            rows += case_rows
+            runner.build_dir = Path(build_dir)  # kept for the phase program's fresh processes
+            runner.compile(runner.build_dir)
+            if ceiling is None:
+                ceiling = runner.timer.copy_bandwidth()
+            timed = exp.cases if cases is None else cases
+            edges = exp.edge_cases if edge_cases is None else edge_cases
+            rows = []
+            plan = [(c, True) for c in timed] + [(c, False) for c in edges]
+            for i, (case, is_timed) in enumerate(plan):
+                case_rows = runner.run_case(case, is_timed, seed=i)
+                for r in case_rows:
+                    shown = r["time"]["median_ms"] if "time" in r else None
+                    log(f"[{i + 1:>3}/{len(plan)}] {case.name:>12}  {r['name']:<18} {r['status']:<8}"
+                        + (f" {shown:.4f} ms" if shown is not None else "")
+                        + (f"  {r['error']}" if r.get("error") else ""))
+                rows += case_rows
         problems = apply_expected_failures(exp, rows)
         info = describe(runner.cuda, runner.device)
     finally:

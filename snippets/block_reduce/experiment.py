@@ -42,7 +42,8 @@ def torch_sum(case, x):
 experiment = Experiment(
     title="Block reduction: summing 2^28 floats",
     kernels=[Kernel("1_two_level.cu", "sum_two_level", two_level),
-             Kernel("2_grid_stride_float4.cu", "sum_grid_stride", grid_stride)],
+             Kernel("2_grid_stride_float4.cu", "sum_grid_stride", grid_stride),
+             Kernel("3_streaming.cu", "sum_streaming", grid_stride)],
     cases=sizes(2**28),
     edge_cases=sizes(1, 3, 257, 1_000_003),
     inputs=inputs,

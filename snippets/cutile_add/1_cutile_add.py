@@ -29,6 +29,8 @@ def prepare(case, inputs, outputs):
 
     try:
         go()  # the first launch compiles: cuTile's front end, then tileiras for this GPU
+    except FileNotFoundError as e:  # cuTile is installed but its assembler is not
+        raise Unsupported(f"requires tileiras (pip install 'cuda-tile[tileiras]'): {e}") from e
     except ct.TileCompilerExecutionError as e:  # the assembler refused this GPU's architecture
         raise Unsupported(f"not supported on this GPU: tileiras failed: {e}") from e
     return go

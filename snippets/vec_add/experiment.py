@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from labnotebook import Baseline, Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, cdiv, sizes
+from labnotebook import (Baseline, Case, Experiment, Kernel, Launch, PhaseProgram, PythonKernel, Tolerance, cdiv,
+                         sizes)
 from labnotebook.run.elementwise import TORCH_ADD, add_reference
 
 BLOCK = 256
@@ -53,4 +54,5 @@ experiment = Experiment(
     bytes_moved=lambda case: 3 * 4 * case.n,
     baselines=[Baseline("numpy", numpy_add, device="cpu"), TORCH_ADD],
     time_transfers=True,
+    phases=PhaseProgram("end_to_end.py", cases=("10M",)),
 )

@@ -1,0 +1,128 @@
+// The tensor-core GEMM of rungs 2 and 3, written once for any block tile: cp.async into a
+// ring of shared-memory stages, ldmatrix, mma.sync.m16n8k16 with fp32 accumulators. Each warp
+// owns a 64x64 piece of the block's BM x BN output tile.
+#pragma once
+#include <cuda_fp16.h>
+
+#define BK 32
+#define WARP_TILE 64
+
+__device__ __forceinline__ unsigned smem_addr(const void* p)
+{
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async16(void* dst, const void* src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const half* p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const half* p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
+
+__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Rows of the shared tiles are padded by 8 halves (16 bytes), so the 8 row addresses of one
+// ldmatrix land in 8 different 16-byte bank groups: no conflicts.
+template <int BM, int BN>
+struct Tiles {
+    static constexpr int A_STRIDE = BK + 8, B_STRIDE = BN + 8;
+    static constexpr int A_SIZE = BM * A_STRIDE, B_SIZE = BK * B_STRIDE;
+};
+
+// The bytes of shared memory a launch must ask for.
+#define MMA_SMEM_BYTES(BM, BN, STAGES) ((STAGES) * ((BM) * (BK + 8) + BK * ((BN) + 8)) * 2)
+
+// --8<-- [start:load_tile]
+// One k-tile of A (BM x 32) and B (32 x BN) into one stage, in 16-byte cp.async chunks.
+template <int BM, int BN, int THREADS>
+__device__ __forceinline__ void load_tile(half* As, half* Bs, const half* A, const half* B,
+                                          int N, int K, int k0)
+{
+    using T = Tiles<BM, BN>;
+    for (int c = threadIdx.x; c < BM * BK / 8; c += THREADS)
+        cp_async16(As + (c / 4) * T::A_STRIDE + (c % 4) * 8, A + (c / 4) * K + k0 + (c % 4) * 8);
+    for (int c = threadIdx.x; c < BK * BN / 8; c += THREADS)
+        cp_async16(Bs + (c / (BN / 8)) * T::B_STRIDE + (c % (BN / 8)) * 8,
+                   B + (k0 + c / (BN / 8)) * N + (c % (BN / 8)) * 8);
+}
+// --8<-- [end:load_tile]
+
+// --8<-- [start:gemm]
+template <int BM, int BN, int STAGES>
+__device__ __forceinline__ void mma_gemm(const half* A, const half* B, float* C, int N, int K)
+{
+    using T = Tiles<BM, BN>;
+    constexpr int WARPS_N = BN / WARP_TILE, THREADS = 32 * (BM / WARP_TILE) * WARPS_N;
+    extern __shared__ __align__(128) half smem[];
+    half* As = smem;                      // STAGES tiles of A, then STAGES tiles of B
+    half* Bs = smem + STAGES * T::A_SIZE;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm = (warp / WARPS_N) * WARP_TILE, wn = (warp % WARPS_N) * WARP_TILE;
+    A += blockIdx.y * BM * K;
+    B += blockIdx.x * BN;
+    float acc[4][8][4] = {};             // 4 m16 tiles x 8 n8 tiles x 4 floats
+    const int tiles = K / BK;
+
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < tiles) load_tile<BM, BN, THREADS>(As + s * T::A_SIZE, Bs + s * T::B_SIZE, A, B, N, K, s * BK);
+        asm volatile("cp.async.commit_group;\n");
+    }
+    for (int kt = 0; kt < tiles; ++kt) {
+        // Tile kt has landed (at most STAGES-2 newer groups still pending), for every thread.
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
+        __syncthreads();
+        // Refill the stage that tile kt-1 used: everyone finished it before the barrier above.
+        int next = kt + STAGES - 1;
+        if (next < tiles)
+            load_tile<BM, BN, THREADS>(As + (next % STAGES) * T::A_SIZE, Bs + (next % STAGES) * T::B_SIZE,
+                                       A, B, N, K, next * BK);
+        asm volatile("cp.async.commit_group;\n");
+
+        const half* as = As + (kt % STAGES) * T::A_SIZE;
+        const half* bs = Bs + (kt % STAGES) * T::B_SIZE;
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
+            unsigned a[4][4], b[4][4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i)  // rows wm+16i+(lane%16), k columns kk + 8*(lane/16)
+                ldmatrix_x4(a[i], as + (wm + 16 * i + lane % 16) * T::A_STRIDE + kk + (lane / 16) * 8);
+#pragma unroll
+            for (int j = 0; j < 4; ++j)  // k rows kk+(lane%16), columns wn+16j + 8*(lane/16)
+                ldmatrix_x4_trans(b[j], bs + (kk + lane % 16) * T::B_STRIDE + wn + 16 * j + (lane / 16) * 8);
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int j = 0; j < 8; ++j)
+                    mma_16816(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
+        }
+    }
+    asm volatile("cp.async.wait_group 0;\n");
+
+    // Accumulator layout of m16n8: c0,c1 at (lane/4, 2*(lane%4)+{0,1}), c2,c3 eight rows down.
+    C += (blockIdx.y * BM + wm) * N + blockIdx.x * BN + wn;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            float* c = C + (16 * i + lane / 4) * N + 8 * j + 2 * (lane % 4);
+            *reinterpret_cast<float2*>(c) = make_float2(acc[i][j][0], acc[i][j][1]);
+            *reinterpret_cast<float2*>(c + 8 * N) = make_float2(acc[i][j][2], acc[i][j][3]);
+        }
+}
+// --8<-- [end:gemm]
