@@ -31,10 +31,10 @@ def tiled(bm, bn, bk, threads, shared_bytes=0):
     return launch
 
 
-def mma_smem(bm, bn, stages):
-    """Shared memory for mma_gemm.cuh: per stage a bm x (32+8) tile of A and a 32 x (bn+8) tile
+def mma_smem(bm, bn, bk, stages):
+    """Shared memory for mma_gemm.cuh: per stage a bm x (bk+8) tile of A and a bk x (bn+8) tile
     of B, in 2-byte halves (rows padded by 8 halves against bank conflicts)."""
-    return stages * (bm * 40 + 32 * (bn + 8)) * 2
+    return stages * (bm * (bk + 8) + bk * (bn + 8)) * 2
 
 
 def on_gpu(case, x, out_dtype):
@@ -85,10 +85,10 @@ FP16_ACCUMULATE = Tolerance(atol=2.0, rtol=1e-2)
 experiment = Experiment(
     title="Matrix multiplication on tensor cores: fp16 in, fp32 accumulate",
     kernels=[Kernel("1_wmma.cu", "matmul_wmma", tiled(128, 128, 32, 256)),
-             Kernel("2_mma_pipelined.cu", "matmul_mma_pipelined", tiled(128, 128, 32, 128, mma_smem(128, 128, 4))),
-             Kernel("3_mma_128x256.cu", "matmul_mma_128x256", tiled(128, 256, 32, 256, mma_smem(128, 256, 4)))],
+             Kernel("2_mma_pipelined.cu", "matmul_mma_pipelined", tiled(128, 128, 32, 128, mma_smem(128, 128, 32, 4))),
+             Kernel("3_mma_128x256.cu", "matmul_mma_128x256", tiled(128, 256, 64, 256, mma_smem(128, 256, 64, 3)))],
     cases=[mnk(1024), mnk(2048), mnk(4096), mnk(8192), mnk(1000), mnk(4096, 1024, 2048)],
-    edge_cases=[mnk(128, 128, 32), mnk(256, 384, 96), mnk(256, 512, 64), mnk(17, 33, 65)],
+    edge_cases=[mnk(128, 128, 32), mnk(256, 384, 96), mnk(256, 512, 128), mnk(17, 33, 65)],
     inputs=inputs,
     reference=reference,
     outputs={"c": np.float32},

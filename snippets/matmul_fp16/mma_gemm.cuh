@@ -4,7 +4,6 @@
 #pragma once
 #include <cuda_fp16.h>
 
-#define BK 32
 #define WARP_TILE 64
 
 __device__ __forceinline__ unsigned smem_addr(const void* p)
@@ -39,35 +38,46 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
 
 // Rows of the shared tiles are padded by 8 halves (16 bytes), so the 8 row addresses of one
 // ldmatrix land in 8 different 16-byte bank groups: no conflicts.
-template <int BM, int BN>
+template <int BM, int BN, int BK>
 struct Tiles {
     static constexpr int A_STRIDE = BK + 8, B_STRIDE = BN + 8;
     static constexpr int A_SIZE = BM * A_STRIDE, B_SIZE = BK * B_STRIDE;
 };
 
-// The bytes of shared memory a launch must ask for.
-#define MMA_SMEM_BYTES(BM, BN, STAGES) ((STAGES) * ((BM) * (BK + 8) + BK * ((BN) + 8)) * 2)
-
 // --8<-- [start:load_tile]
-// One k-tile of A (BM x 32) and B (32 x BN) into one stage, in 16-byte cp.async chunks.
-template <int BM, int BN, int THREADS>
+// One k-tile of A (BM x BK) and B (BK x BN) into one stage, in 16-byte cp.async chunks.
+template <int BM, int BN, int BK, int THREADS>
 __device__ __forceinline__ void load_tile(half* As, half* Bs, const half* A, const half* B,
                                           int N, int K, int k0)
 {
-    using T = Tiles<BM, BN>;
+    using T = Tiles<BM, BN, BK>;
     for (int c = threadIdx.x; c < BM * BK / 8; c += THREADS)
-        cp_async16(As + (c / 4) * T::A_STRIDE + (c % 4) * 8, A + (c / 4) * K + k0 + (c % 4) * 8);
+        cp_async16(As + (c / (BK / 8)) * T::A_STRIDE + (c % (BK / 8)) * 8,
+                   A + (c / (BK / 8)) * K + k0 + (c % (BK / 8)) * 8);
     for (int c = threadIdx.x; c < BK * BN / 8; c += THREADS)
         cp_async16(Bs + (c / (BN / 8)) * T::B_STRIDE + (c % (BN / 8)) * 8,
                    B + (k0 + c / (BN / 8)) * N + (c % (BN / 8)) * 8);
 }
 // --8<-- [end:load_tile]
 
+// A warp's fragments for one 16-wide step of K: 4 of A (its 64 rows), 4 x2 of B (64 columns).
+template <typename T>
+__device__ __forceinline__ void load_fragments(unsigned (&a)[4][4], unsigned (&b)[4][4], const half* as,
+                                               const half* bs, int kk, int wm, int wn, int lane)
+{
+#pragma unroll
+    for (int i = 0; i < 4; ++i)  // rows wm+16i+(lane%16), k columns kk + 8*(lane/16)
+        ldmatrix_x4(a[i], as + (wm + 16 * i + lane % 16) * T::A_STRIDE + kk + (lane / 16) * 8);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)  // k rows kk+(lane%16), columns wn+16j + 8*(lane/16)
+        ldmatrix_x4_trans(b[j], bs + (kk + lane % 16) * T::B_STRIDE + wn + 16 * j + (lane / 16) * 8);
+}
+
 // --8<-- [start:gemm]
-template <int BM, int BN, int STAGES>
+template <int BM, int BN, int BK, int STAGES>
 __device__ __forceinline__ void mma_gemm(const half* A, const half* B, float* C, int N, int K)
 {
-    using T = Tiles<BM, BN>;
+    using T = Tiles<BM, BN, BK>;
     constexpr int WARPS_N = BN / WARP_TILE, THREADS = 32 * (BM / WARP_TILE) * WARPS_N;
     extern __shared__ __align__(128) half smem[];
     half* As = smem;                      // STAGES tiles of A, then STAGES tiles of B
@@ -80,7 +90,7 @@ __device__ __forceinline__ void mma_gemm(const half* A, const half* B, float* C,
     const int tiles = K / BK;
 
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < tiles) load_tile<BM, BN, THREADS>(As + s * T::A_SIZE, Bs + s * T::B_SIZE, A, B, N, K, s * BK);
+        if (s < tiles) load_tile<BM, BN, BK, THREADS>(As + s * T::A_SIZE, Bs + s * T::B_SIZE, A, B, N, K, s * BK);
         asm volatile("cp.async.commit_group;\n");
     }
     for (int kt = 0; kt < tiles; ++kt) {
@@ -90,26 +100,26 @@ __device__ __forceinline__ void mma_gemm(const half* A, const half* B, float* C,
         // Refill the stage that tile kt-1 used: everyone finished it before the barrier above.
         int next = kt + STAGES - 1;
         if (next < tiles)
-            load_tile<BM, BN, THREADS>(As + (next % STAGES) * T::A_SIZE, Bs + (next % STAGES) * T::B_SIZE,
+            load_tile<BM, BN, BK, THREADS>(As + (next % STAGES) * T::A_SIZE, Bs + (next % STAGES) * T::B_SIZE,
                                        A, B, N, K, next * BK);
         asm volatile("cp.async.commit_group;\n");
 
         const half* as = As + (kt % STAGES) * T::A_SIZE;
         const half* bs = Bs + (kt % STAGES) * T::B_SIZE;
+        // Fragments are double-buffered in registers: step s+1's ldmatrix are issued before
+        // step s's MMAs, so shared-memory latency hides behind tensor-core work.
+        unsigned a[2][4][4], b[2][4][4];
+        load_fragments<T>(a[0], b[0], as, bs, 0, wm, wn, lane);
 #pragma unroll
-        for (int kk = 0; kk < BK; kk += 16) {
-            unsigned a[4][4], b[4][4];
-#pragma unroll
-            for (int i = 0; i < 4; ++i)  // rows wm+16i+(lane%16), k columns kk + 8*(lane/16)
-                ldmatrix_x4(a[i], as + (wm + 16 * i + lane % 16) * T::A_STRIDE + kk + (lane / 16) * 8);
-#pragma unroll
-            for (int j = 0; j < 4; ++j)  // k rows kk+(lane%16), columns wn+16j + 8*(lane/16)
-                ldmatrix_x4_trans(b[j], bs + (kk + lane % 16) * T::B_STRIDE + wn + 16 * j + (lane / 16) * 8);
+        for (int step = 0; step < BK / 16; ++step) {
+            if (step + 1 < BK / 16)
+                load_fragments<T>(a[(step + 1) % 2], b[(step + 1) % 2], as, bs, 16 * (step + 1), wm, wn, lane);
 #pragma unroll
             for (int i = 0; i < 4; ++i)
 #pragma unroll
                 for (int j = 0; j < 8; ++j)
-                    mma_16816(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
+                    mma_16816(acc[i][j], a[step % 2][i], b[step % 2][j / 2][(j % 2) * 2],
+                              b[step % 2][j / 2][(j % 2) * 2 + 1]);
         }
     }
     asm volatile("cp.async.wait_group 0;\n");
