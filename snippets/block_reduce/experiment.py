@@ -6,9 +6,9 @@ import numpy as np
 from labnotebook import Baseline, Experiment, Kernel, Launch, Tolerance, cdiv, sizes
 
 BLOCK = 256
-# Rung 2: two 1024-thread blocks per SM of an H100 or H200 fill it (2048 threads), and the
-# finishing block then adds only 264 partial sums. (132 x 8 blocks of 256 threads ran 2% slower
-# on the H100: the last block's serial finish over 1056 partials shows at this size.)
+# Rung 2: two 1024-thread blocks fill an SM of an H100 or H200 (2048 threads). In a trial on the
+# H100, 132 x 8 blocks of 256 threads ran 2% slower; our guess is the finishing block, which then
+# adds 1056 partial sums instead of 264.
 GRID_STRIDE_BLOCK = 1024
 GRID_STRIDE_BLOCKS = 132 * 2
 
