@@ -31,7 +31,7 @@ def prepare(case, inputs, outputs):
         go()  # the first launch compiles: cuTile's front end, then tileiras for this GPU
     except FileNotFoundError as e:  # cuTile is installed but its assembler is not
         raise Unsupported(f"requires tileiras (pip install 'cuda-tile[tileiras]'): {e}") from e
-    except ct.TileCompilerExecutionError as e:  # the assembler refused this GPU's architecture
-        raise Unsupported(f"not supported on this GPU: tileiras failed: {e}") from e
+    except ct.TileCompilerExecutionError as e:  # tileiras could not build it for this GPU
+        raise Unsupported(f"tileiras could not compile for this GPU: {e}") from e
     return go
 # --8<-- [end:launch]
