@@ -18,6 +18,7 @@ from .. import metrics
 from ..errors import NotebookError
 from . import dashboard as board
 from . import fmt, plots, tables
+from ..store import CEILINGS
 from .results import Problem, Results, View
 
 log = logging.getLogger("mkdocs.plugins.labnotebook")
@@ -67,11 +68,43 @@ def define_env(env) -> None:
         return "".join(tables.problem_box(p) + "\n" for p in v.problems())
 
     @block
-    def results_table(experiment, cases=None, kernels=None, baseline=None, gpu=None):
+    def results_table(experiment, cases=None, kernels=None, baseline=None, percent=False, gpu=None):
         """A table of rows, with any problem boxes above it and the provenance below."""
         v = view(experiment, gpu)
-        return (boxes(v) + tables.results_table(v, cases, kernels, baseline) + "\n\n"
+        return (boxes(v) + tables.results_table(v, cases, kernels, baseline, percent) + "\n\n"
                 + tables.provenance(v))
+
+    @block
+    def rung_bars(experiment, case, kernels, reference, gpu=None):
+        v = view(experiment, gpu)
+        return f'<figure class="nb-plot">\n{plots.rung_bars(v, case, kernels, reference)}\n</figure>'
+
+    @block
+    def phase_chart(experiment, case, gpu=None):
+        v = view(experiment, gpu)
+        return f'<figure class="nb-plot">\n{plots.phase_chart(v, case)}\n</figure>'
+
+    @block
+    def phase_table(experiment, case, gpu=None):
+        """Every phase of the whole-program run: median, spread, share of the total."""
+        v = view(experiment, gpu)
+        rows = [r for r in v.rows("phase") if r["case"] == case]
+        total = sum(metrics.median_ms(r) for r in rows)
+        lines = ["| phase | median (p10–p90) | share of the whole |", "|---|---|---|"]
+        for r in rows:
+            lines.append(f"| {r['name']} | {fmt.duration(metrics.median_ms(r))}<br><small>{fmt.spread(r)}</small> "
+                         f"| {fmt.percent(100 * metrics.median_ms(r) / total)} |")
+        lines.append(f"| **total** | **{fmt.duration(total)}** | |")
+        check = "✓ output verified in every process" if all(r["status"] == "ok" for r in rows) else "✗ failed"
+        return boxes(v) + "\n".join(lines) + f"\n\n*{check}; NVTX ranges {'emitted' if rows[0]['nvtx'] else 'not emitted (no nvtx module)'}.*" + tables.caption([v])
+
+    @block
+    def gpu_facts():
+        """Each GPU's properties as read at run time (the ceiling runs' provenance)."""
+        records = [results.view(CEILINGS, g).shown for g in notebook["gpus"]]
+        if not all(records):
+            raise Problem("missing", f"no ceiling results for every GPU in {notebook['gpus']}")
+        return tables.gpu_facts(records) + "\n"
 
     @block
     def compare(experiment, kernels, cases, gpu=None):
@@ -143,6 +176,8 @@ def define_env(env) -> None:
             text = fmt.rate(*metrics.throughput(row))
         elif what == "pct_ceiling":
             text = fmt.percent(metrics.pct_of_ceiling(row, v.shown))
+        elif what == "max_error":
+            text = f"{fmt.sig(row['check']['max_abs_err'], 2)}"
         else:
             raise NotebookError(f"value(): unknown figure {what!r}")
         return text + (' <span class="nb-stale">(stale)</span>' if v.stale else "")

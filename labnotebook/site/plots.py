@@ -88,3 +88,43 @@ def case_bars(view: View, name: str, cases: list[str], title: str) -> str:
         ax.set_xlabel("GB/s (bytes read + written)")
         ax.set_title(f"{title} — {view.gpu}", fontsize=11)
         return _svg(fig)
+
+
+def rung_bars(view: View, case: str, names: list[str], reference: str) -> str:
+    """One case, every rung as a bar of its throughput, each labelled with its % of ``reference``
+    (a library), which is drawn as a dashed line."""
+    rows = [view.row(n, case) for n in names]
+    ref = metrics.throughput(view.row(reference, case))[0]
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7.5, 0.36 * len(names) + 1.3))
+        values = [metrics.throughput(r)[0] or 0 for r in rows]
+        unit = metrics.throughput(rows[-1])[1] or ""
+        ax.barh(range(len(names)), values, color=["tab:orange" if n == reference else "tab:blue" for n in names])
+        for i, v in enumerate(values):
+            ax.annotate(f"{100 * v / ref:.0f}%", (v, i), xytext=(3, 0), textcoords="offset points",
+                        va="center", fontsize=9)
+        ax.axvline(ref, color=INK, linestyle="--", linewidth=1)
+        ax.set_yticks(range(len(names)), names)
+        ax.invert_yaxis()
+        ax.set_xlabel(f"{unit} (labels: % of {reference})")
+        ax.set_title(f"{case} — {view.gpu}", fontsize=11)
+        return _svg(fig)
+
+
+def phase_chart(view: View, case: str) -> str:
+    """A whole program's phases (medians over fresh processes) as bars on a log scale, since
+    they span microseconds to a tenth of a second."""
+    rows = [r for r in view.rows("phase") if r["case"] == case and "time" in r]
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7.5, 0.36 * len(rows) + 1.3))
+        ms = [r["time"]["median_ms"] for r in rows]
+        colors = ["tab:orange" if r["name"] == "kernel" else "tab:blue" for r in rows]
+        ax.barh(range(len(rows)), ms, color=colors)
+        for i, (r, v) in enumerate(zip(rows, ms)):
+            ax.annotate(f"{v:.3g} ms", (v, i), xytext=(3, 0), textcoords="offset points", va="center", fontsize=9)
+        ax.set_xscale("log")
+        ax.set_yticks(range(len(rows)), [r["name"] for r in rows])
+        ax.invert_yaxis()
+        ax.set_xlabel(f"milliseconds, median of {rows[0]['fresh_processes']} fresh processes (log scale)")
+        ax.set_title(f"Where the time goes: vector add of {case} floats — {view.gpu}", fontsize=11)
+        return _svg(fig)

@@ -96,8 +96,9 @@ class View:
                 if (kind is None or r["kind"] == kind) and r.get("timed", True) == timed]
 
     def names(self) -> list[str]:
-        """Row names in the order they were run: transfers, kernels, baselines."""
-        return list(dict.fromkeys(r["name"] for r in self.rows()))
+        """Row names in the order they were run: transfers, kernels, baselines (not the phases
+        of a whole-program run, which phase_chart shows)."""
+        return list(dict.fromkeys(r["name"] for r in self.rows() if r["kind"] != "phase"))
 
     def cases(self, timed: bool = True) -> list[str]:
         return list(dict.fromkeys(r["case"] for r in self.rows(timed=timed)))

@@ -37,17 +37,19 @@ def verified(row: dict) -> str:
 
 
 def results_table(view: View, cases: list[str] | None = None, names: list[str] | None = None,
-                  baseline: str | None = None) -> str:
-    """Kernel, case, median with spread, throughput, % of ceiling, speedup, verification."""
+                  baseline: str | None = None, percent: bool = False) -> str:
+    """Kernel, case, median with spread, throughput, % of ceiling, speedup, verification.
+    With ``percent``, the comparison column says "% of <baseline>" (a library's speed) instead
+    of a speed-up, and the copy-ceiling column is left out (compute-bound rows)."""
     record = view.shown
     if record is None:
         raise view.problems()[0]
     cases = cases or view.cases()
     # Copies are not kernels: end_to_end_table shows them beside the kernel they serve.
     names = names or [n for n in view.names() if n not in ("h2d", "d2h")]
-    head = ["", "case", "median (p10–p90)", "throughput", "% of copy"]
+    head = ["", "case", "median (p10–p90)", "throughput"] + ([] if percent else ["% of copy"])
     if baseline:
-        head.append(f"× {baseline}")
+        head.append(f"% of {baseline}" if percent else f"× {baseline}")
     head.append("verified (max error)")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for case in cases:
@@ -62,12 +64,14 @@ def results_table(view: View, cases: list[str] | None = None, names: list[str] |
                 value, unit = metrics.throughput(row)
                 pct = metrics.pct_of_ceiling(row, record)
                 cells += [f'{fmt.duration(row["time"]["median_ms"])}<br><small>{fmt.spread(row)}</small>',
-                          fmt.rate(value, unit) if value else "–", fmt.percent(pct) if pct else "–"]
+                          fmt.rate(value, unit) if value else "–"]
+                if not percent:
+                    cells.append(fmt.percent(pct) if pct else "–")
                 if baseline:
                     s = metrics.speedup(row, by_name.get(baseline))
-                    cells.append(fmt.times(s) if s else "–")
+                    cells.append("–" if not s else fmt.percent(100 * s) if percent else fmt.times(s))
             else:
-                cells += ["–"] * (4 if baseline else 3)
+                cells += ["–"] * (len(head) - 3)
             cells.append(verified(row))
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -129,6 +133,13 @@ def kernel_report(view: View) -> str:
             "compute-sanitizer"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, info in record["kernels"].items():
+        tools = sanitizer.get(name, {})
+        found = [f"✗ {tool}: {e['errors']}: {cell(e['first'])}" for tool, e in tools.items() if e["errors"] != 0]
+        verdict = "; ".join(found) if found else f"✓ {', '.join(tools)} clean" if tools else "not run"
+        if "resources" not in info:  # Triton or cuTile: compiled at run time by its own compiler
+            lines.append(f"| `{name}` | " + " | ".join(["chosen by its compiler at run time"] + ["–"] * 4)
+                         + f" | {verdict} |")
+            continue
         res = info["resources"]
         launch = next(r["launch"] for r in record["rows"] if r["name"] == name and "launch" in r)
         threads = 1
@@ -138,11 +149,7 @@ def kernel_report(view: View) -> str:
         spills = res.get("spill_store_bytes", 0) + res.get("spill_load_bytes", 0)
         cells = [f"`{name}`", str(res["registers"]), f"{res.get('smem_bytes', 0) + launch['shared_bytes']:,} B",
                  "none" if spills == 0 else f"{spills} B", "×".join(map(str, launch["block"])),
-                 f"{occ:.0%} ({limiter})"]
-        tools = sanitizer.get(name, {})
-        found = [f"✗ {tool}: {e['errors']}: {cell(e['first'])}" for tool, e in tools.items() if e["errors"] != 0]
-        cells.append("; ".join(found) if found else
-                     f"✓ {', '.join(tools)} clean" if tools else "not run")
+                 f"{occ:.0%} ({limiter})", verdict]
         lines.append("| " + " | ".join(cells) + " |")
     if not sanitizer:
         lines.append("\nThese results were recorded without a compute-sanitizer pass.")
@@ -201,3 +208,34 @@ def provenance(view: View) -> str:
 def problem_box(problem: Problem) -> str:
     kind, title = PROBLEM_BOX[problem.kind]
     return f'!!! {kind} "{title}"\n    {cell(problem)}\n'
+
+
+def gpu_facts(records: list[dict]) -> str:
+    """The GPUs themselves, as their drivers report them at run time, beside what they measured."""
+    def theoretical_gbs(p: dict) -> float:
+        return 2 * p["memory_clock_khz"] * 1e3 * p["memory_bus_bits"] / 8 / 1e9  # two transfers a clock
+    facts = [
+        ("compute capability", lambda p, r: p["compute_capability"]),
+        ("streaming multiprocessors (SMs)", lambda p, r: str(p["sm_count"])),
+        ("SM clock, maximum", lambda p, r: f"{p['max_sm_clock_mhz']:,} MHz"),
+        ("memory", lambda p, r: f"{p['memory_bytes'] / 2**30:.0f} GiB"),
+        ("memory bus", lambda p, r: f"{p['memory_bus_bits']:,} bits"),
+        ("memory clock", lambda p, r: f"{p['memory_clock_khz'] / 1e3:,.0f} MHz"),
+        ("theoretical bandwidth (2 × clock × bus)", lambda p, r: fmt.rate(theoretical_gbs(p), "GB/s")),
+        ("**measured** device-to-device copy", lambda p, r: f"**{fmt.rate(r['ceiling']['gbs'], 'GB/s')}**"),
+        ("measured ÷ theoretical", lambda p, r: fmt.percent(100 * r["ceiling"]["gbs"] / theoretical_gbs(p))),
+        ("L2 cache", lambda p, r: f"{p['l2_bytes'] / 2**20:.0f} MiB"),
+        ("shared memory per SM", lambda p, r: f"{p['smem_per_sm_bytes'] // 1024} KiB"),
+        ("shared memory per block (opt-in)", lambda p, r: f"{p['smem_per_block_optin_bytes'] // 1024} KiB"),
+        ("registers per SM", lambda p, r: f"{p['registers_per_sm']:,} (32-bit)"),
+        ("threads per SM, at most", lambda p, r: f"{p['max_threads_per_sm']:,}"),
+        ("blocks per SM, at most", lambda p, r: str(p["max_blocks_per_sm"])),
+        ("warp size", lambda p, r: str(p["warp_size"])),
+        ("power limit", lambda p, r: f"{p['power_limit_w']:.0f} W" if p.get("power_limit_w") else "–"),
+        ("driver · CUDA", lambda p, r: f"{p['driver']} · {p['cuda_driver_api']}"),
+        ("read on", lambda p, r: p["date"][:10]),
+    ]
+    lines = ["| | " + " | ".join(cell(r["gpu"]) for r in records) + " |", "|---|" + "---|" * len(records)]
+    for label, get in facts:
+        lines.append(f"| {label} | " + " | ".join(get(r["provenance"], r) for r in records) + " |")
+    return "\n".join(lines)
