@@ -19,7 +19,8 @@ from conftest import ROOT
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ROOT / "test-artifacts"
-PAGES = ["", "dashboard/", "analysis/", "vec_add/", "vec_add_3d/", "softmax/", "coalescing/", "matrix_add_2d/", "add_broadcast/", "warp_primitives/", "memory_types/", "block_reduce/"]
+PAGES = ["", "dashboard/", "analysis/", "vec_add/", "vec_add_3d/", "softmax/", "coalescing/", "matrix_add_2d/", "add_broadcast/", "warp_primitives/", "memory_types/", "block_reduce/",
+         "gpu/", "time_breakdown/", "matmul/", "matmul_fp16/", "cublas/", "triton/", "cutile_add/"]
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 

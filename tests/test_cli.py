@@ -110,3 +110,37 @@ def test_coalescing_stride_32_is_at_least_5x_slower(summary):
     rows = {s["case"]: s for s in summary if s["experiment"] == "coalescing"
             and s["kernel"] == "1_strided_read" and s["gpu"] == H100}
     assert rows["stride 32"]["median_ms"] / rows["stride 1"]["median_ms"] >= 5
+
+
+def h100_row(summary, experiment, kernel, case):
+    return next(s for s in summary if s["experiment"] == experiment and s["kernel"] == kernel
+                and s["case"] == case and s["gpu"] == H100)
+
+
+def test_best_sgemm_reaches_80_percent_of_cublas(summary):
+    """Issue #4's bar: float32 at 4096^3, same run, no TF32 (the tolerance would catch it)."""
+    best = h100_row(summary, "matmul", "8_double_buffered", "4096³")
+    cublas = h100_row(summary, "matmul", "cuBLAS", "4096³")
+    assert best["verified"] and cublas["verified"]
+    assert cublas["median_ms"] / best["median_ms"] >= 0.80
+
+
+def test_tensor_core_kernel_reaches_40_percent_of_hgemm(summary):
+    best = h100_row(summary, "matmul_fp16", "3_mma_128x256", "4096³")
+    hgemm = h100_row(summary, "matmul_fp16", "cuBLAS Hgemm", "4096³")
+    assert best["verified"] and hgemm["verified"]
+    assert hgemm["median_ms"] / best["median_ms"] >= 0.40
+
+
+def test_block_reduction_is_at_copy_speed_and_as_fast_as_torch(summary):
+    ours = h100_row(summary, "block_reduce", "2_grid_stride_float4", "2^28")
+    torch = h100_row(summary, "block_reduce", "torch", "2^28")
+    assert ours["pct_of_ceiling"] >= 90
+    assert ours["median_ms"] <= torch["median_ms"]
+
+
+def test_triton_and_cutile_ran_verified_beside_cuda(summary):
+    for experiment, kernel, case in [("vec_add", "triton_add", "2^28"), ("softmax", "triton_softmax", "8192x8192"),
+                                     ("cutile_add", "1_cutile_add", "2^28")]:
+        row = h100_row(summary, experiment, kernel, case)
+        assert row["verified"] and row["median_ms"] > 0, (experiment, kernel)
