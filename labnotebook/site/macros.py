@@ -86,17 +86,8 @@ def define_env(env) -> None:
 
     @block
     def phase_table(experiment, case, gpu=None):
-        """Every phase of the whole-program run: median, spread, share of the total."""
         v = view(experiment, gpu)
-        rows = [r for r in v.rows("phase") if r["case"] == case]
-        total = sum(metrics.median_ms(r) for r in rows)
-        lines = ["| phase | median (p10–p90) | share of the whole |", "|---|---|---|"]
-        for r in rows:
-            lines.append(f"| {r['name']} | {fmt.duration(metrics.median_ms(r))}<br><small>{fmt.spread(r)}</small> "
-                         f"| {fmt.percent(100 * metrics.median_ms(r) / total)} |")
-        lines.append(f"| **total** | **{fmt.duration(total)}** | |")
-        check = "✓ output verified in every process" if all(r["status"] == "ok" for r in rows) else "✗ failed"
-        return boxes(v) + "\n".join(lines) + f"\n\n*{check}; NVTX ranges {'emitted' if rows[0]['nvtx'] else 'not emitted (no nvtx module)'}.*" + tables.caption([v])
+        return boxes(v) + tables.phase_table(v, case)
 
     @block
     def gpu_facts():

@@ -210,6 +210,20 @@ def problem_box(problem: Problem) -> str:
     return f'!!! {kind} "{title}"\n    {cell(problem)}\n'
 
 
+def phase_table(view: View, case: str) -> str:
+    """Every phase of a whole-program run: median, spread, share of the total."""
+    rows = [r for r in view.rows("phase") if r["case"] == case]
+    total = sum(metrics.median_ms(r) for r in rows)
+    lines = ["| phase | median (p10–p90) | share of the whole |", "|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['name']} | {fmt.duration(metrics.median_ms(r))}<br><small>{fmt.spread(r)}</small> "
+                     f"| {fmt.percent(100 * metrics.median_ms(r) / total)} |")
+    lines.append(f"| **total** | **{fmt.duration(total)}** | |")
+    check = "✓ output verified in every process" if all(r["status"] == "ok" for r in rows) else "✗ failed"
+    nvtx = "emitted" if rows[0]["nvtx"] else "not emitted (no nvtx module)"
+    return "\n".join(lines) + f"\n\n*{check}; NVTX ranges {nvtx}.*" + caption([view])
+
+
 def gpu_facts(records: list[dict]) -> str:
     """The GPUs themselves, as their drivers report them at run time, beside what they measured."""
     def theoretical_gbs(p: dict) -> float:
