@@ -7,7 +7,7 @@
 """
 import sys
 
-from labnotebook.build import main
+from labnotebook.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

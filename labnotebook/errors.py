@@ -18,10 +18,6 @@ class CompileError(NotebookError):
     """nvcc rejected a kernel file."""
 
 
-class VerificationError(NotebookError):
-    """A kernel's output differs from the reference beyond the declared tolerance."""
-
-
 class ResultsError(NotebookError):
     """A results file is missing, corrupt, or of a format this version cannot read."""
 

@@ -19,13 +19,14 @@ ENGINE_DIR = Path(__file__).parent / "run"
 HASHED_SUFFIXES = {".cu", ".cuh", ".h", ".py"}
 
 
-def _hashed_files(folder: Path) -> list[Path]:
+def source_files(folder: Path) -> list[Path]:
+    """The files that ran: what the source hash covers and what the site links."""
     return sorted(p for p in folder.rglob("*")
                   if p.is_file() and p.suffix in HASHED_SUFFIXES and "__pycache__" not in p.parts)
 
 
 def _hash_files(h, folder: Path) -> None:
-    for p in _hashed_files(folder):
+    for p in source_files(folder):
         h.update(p.relative_to(folder).as_posix().encode() + b"\0")
         h.update(p.read_bytes().replace(b"\r\n", b"\n") + b"\0")
 
@@ -67,7 +68,7 @@ def load(folder: Path) -> Experiment:
     for k in exp.kernels:
         if not (folder / k.source).is_file():
             raise ExperimentError(f"{folder.name}: kernel file {k.source} does not exist")
-    names = [c.name for c in exp.cases + exp.edge_cases]
+    names = [c.name for c in exp.all_cases()]
     if len(set(names)) != len(names):
         raise ExperimentError(f"{folder.name}: case names must be unique, got {names}")
     return exp

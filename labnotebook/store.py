@@ -6,8 +6,9 @@ Layout under ``results/``::
     <experiment>/<gpu-slug>.failure.json   the last run that could not finish, if it came later
     ceilings/<gpu-slug>.json               the copy bandwidth measured at the start of the last run
 
-Files are sorted, indented JSON with a format version; a file that is corrupt or of another
-format is refused with a message that says how to fix it. Writing goes to a temporary file in
+What a file holds is defined in ``records.py``: a ``Record`` in sorted, indented JSON with a
+format version. Older versions are migrated on load; a file that is corrupt or not ours is
+refused with a message that says how to fix it. Writing goes to a temporary file in
 the same folder that is fsynced and then renamed over the old one, so a run killed at any point
 leaves either the old file or the new one, never half of one.
 """
@@ -23,8 +24,8 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import ResultsError
+from .records import Record
 
-FORMAT = "labnotebook-results/1"
 CEILINGS = "ceilings"
 
 
@@ -33,18 +34,19 @@ def gpu_slug(gpu: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", gpu.lower()).strip("-")
 
 
-def _clean(value):
+def jsonable(value):
     """JSON has no NaN or infinity: store them as strings, which the loader turns back."""
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [jsonable(v) for v in value]
     return value
 
 
 def _restore(value):
+    """The inverse of jsonable()."""
     if value in ("inf", "-inf", "nan"):
         return float(value)
     if isinstance(value, dict):
@@ -57,7 +59,7 @@ def _restore(value):
 def write_json(path: Path, record: dict) -> None:
     """Atomically replace ``path`` with ``record`` as sorted JSON."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(_clean(record), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    text = json.dumps(jsonable(record), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -77,17 +79,25 @@ def write_json(path: Path, record: dict) -> None:
 
 
 def read_json(path: Path) -> dict:
-    """Load a results file, refusing anything that is not ours in this format."""
+    """A JSON file's contents, non-finite numbers restored; a ResultsError if it is corrupt."""
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ResultsError(f"{path.as_posix()} is corrupt ({e.msg} at line {e.lineno}); restore it "
+        return _restore(json.loads(path.read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        where = f" at line {e.lineno}" if isinstance(e, json.JSONDecodeError) else ""
+        raise ResultsError(f"{path.as_posix()} is corrupt ({getattr(e, 'msg', e)}{where}); restore it "
                            f"with `git checkout -- {path.as_posix()}` or re-run build_results.py")
-    if not isinstance(record, dict) or record.get("format") != FORMAT:
-        found = record.get("format") if isinstance(record, dict) else type(record).__name__
-        raise ResultsError(f"{path.as_posix()} has format {found!r}, this notebook reads {FORMAT!r}; "
-                           "re-run build_results.py --force to rewrite it")
-    return _restore(record)
+
+
+def read_record(path: Path) -> Record:
+    """Load a results file of any known format version as a Record."""
+    return Record.from_json(read_json(path), path.as_posix())
+
+
+def _gpu_of(path: Path) -> str:
+    try:
+        return read_record(path).gpu
+    except ResultsError:
+        return path.name.removesuffix(".json").removesuffix(".failure")
 
 
 class Store:
@@ -99,37 +109,42 @@ class Store:
     def path(self, experiment: str, gpu: str, failure: bool = False) -> Path:
         return self.folder / experiment / (gpu_slug(gpu) + (".failure" if failure else "") + ".json")
 
-    def read(self, experiment: str, gpu: str) -> dict | None:
+    def read(self, experiment: str, gpu: str) -> Record | None:
         p = self.path(experiment, gpu)
-        return read_json(p) if p.exists() else None
+        return read_record(p) if p.exists() else None
 
-    def read_failure(self, experiment: str, gpu: str) -> dict | None:
+    def read_failure(self, experiment: str, gpu: str) -> Record | None:
         p = self.path(experiment, gpu, failure=True)
-        return read_json(p) if p.exists() else None
+        return read_record(p) if p.exists() else None
 
-    def write(self, record: dict) -> Path:
+    def write(self, record: Record) -> Path:
         """Store a finished run; it supersedes any earlier failure record for the same GPU."""
-        p = self.path(record["experiment"], record["gpu"])
-        write_json(p, {**record, "format": FORMAT})
-        self.path(record["experiment"], record["gpu"], failure=True).unlink(missing_ok=True)
+        p = self.path(record.experiment, record.gpu)
+        write_json(p, record.to_json())
+        self.path(record.experiment, record.gpu, failure=True).unlink(missing_ok=True)
         return p
 
-    def write_failure(self, experiment: str, gpu: str, record: dict) -> Path:
-        """Record a run that could not finish, leaving the last good results untouched."""
-        p = self.path(experiment, gpu, failure=True)
-        write_json(p, {**record, "experiment": experiment, "gpu": gpu, "format": FORMAT})
+    def write_failure(self, record: Record) -> Path:
+        """Record a run that could not finish (``record.error`` says why), leaving the last good
+        results untouched."""
+        p = self.path(record.experiment, record.gpu, failure=True)
+        write_json(p, record.to_json())
         return p
 
-    def gpus(self, experiment: str) -> list[str]:
-        """The GPUs that have results for ``experiment``, by their full names."""
-        return sorted({read_json(p)["gpu"] for p in self._files(experiment)})
+    def gpus(self, experiment: str, failures: bool = False) -> list[str]:
+        """The GPUs that have results for ``experiment`` (or, with ``failures``, only a failure
+        record), by their full names; a file that cannot be read is named by its GPU slug."""
+        d = self.folder / experiment
+        paths = self._files(experiment) + (sorted(d.glob("*.failure.json")) if failures and d.exists() else [])
+        return sorted({_gpu_of(p) for p in paths})
 
-    def records(self, experiment: str | None = None) -> Iterator[dict]:
-        names = [experiment] if experiment else sorted(
-            p.name for p in self.folder.iterdir() if p.is_dir()) if self.folder.exists() else []
-        for name in names:
+    def experiments(self) -> list[str]:
+        return sorted(p.name for p in self.folder.iterdir() if p.is_dir()) if self.folder.exists() else []
+
+    def records(self, experiment: str | None = None) -> Iterator[Record]:
+        for name in [experiment] if experiment else self.experiments():
             for p in self._files(name):
-                yield read_json(p)
+                yield read_record(p)
 
     def _files(self, experiment: str) -> list[Path]:
         d = self.folder / experiment

@@ -35,10 +35,6 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
-@pytest.fixture(scope="session")
-def root() -> Path:
-    return ROOT
-
 
 def run_cli(*args: str, root: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run build_results.py as a user would, from ``root``."""
@@ -47,13 +43,12 @@ def run_cli(*args: str, root: Path = ROOT, env: dict | None = None) -> subproces
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory) -> Path:
-    """The real notebook, built once with --strict for the tests that read or browse it."""
-    out = tmp_path_factory.mktemp("site")
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
-                          cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out
+def built_site(tmp_path_factory):
+    """The real notebook's pages and committed results, as they are, built once with --strict for
+    the tests that read or browse it (tests/site_support.py)."""
+    from site_support import build_real_site
+
+    return build_real_site(tmp_path_factory.mktemp("real"))
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
-"""The built notebook in a real browser (Playwright driving Debian's Chromium, headless).
+"""The built notebook in a real browser (Playwright driving Debian's Chromium, headless), served
+under a sub-path as when published, with every request that would leave the machine refused.
 
+A phone (390 px, light) and a desktop (1400 px, dark), one tab each, reused page after page.
 Skipped where Chromium or Playwright is missing, unless NOTEBOOK_REQUIRE_BROWSER=1 (as in
 .ci/run), where a missing browser is a failure. Screenshots land in test-artifacts/."""
 
@@ -11,18 +13,36 @@ import os
 import re
 import shutil
 import threading
-from pathlib import Path
+import urllib.error
+import urllib.request
 
 import pytest
 
-from conftest import ROOT
+from site_support import ROOT, SUBPATH
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ROOT / "test-artifacts"
-PAGES = ["", "dashboard/", "analysis/", "vec_add/", "vec_add_3d/", "softmax/", "coalescing/", "matrix_add_2d/", "add_broadcast/", "warp_primitives/", "memory_types/", "block_reduce/",
-         "gpu/", "time_breakdown/", "matmul/", "matmul_fp16/", "cublas/", "triton/", "cutile_add/"]
+ENTRIES = [line.strip()[2:-3] + "/" for line in (ROOT / "mkdocs.yml").read_text().split("- Entries:")[1].splitlines()
+           if line.strip().startswith("- ")]
+PAGES = ["", "dashboard/", "analysis/", "authoring/", *ENTRIES]
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+SCREENSHOTS = {"softmax/": "figure.nb-plot", "dashboard/": ".nb-dashboard", "vec_add/": "table"}
+LEGIBLE_PX = 10.5  # "about 11 px": no chart text smaller than this on any screen
+
+# The smallest rendered font size of any chart's text, in CSS pixels: inline SVG text by its
+# font size times the SVG's scale; the notebook's SVG images by their scale against 10 pt text.
+SMALLEST_CHART_TEXT = """() => {
+  const sizes = [];
+  for (const svg of document.querySelectorAll("figure.nb-plot svg")) {
+    const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+    for (const t of svg.querySelectorAll("text")) sizes.push(parseFloat(getComputedStyle(t).fontSize) * scale);
+  }
+  for (const img of document.querySelectorAll('[data-mime-type="image/svg+xml"] img')) {
+    sizes.push(10 * 4 / 3 * img.getBoundingClientRect().width / img.naturalWidth);
+  }
+  return sizes.length ? Math.min(...sizes) : null;
+}"""
 
 
 def _chromium() -> str | None:
@@ -48,135 +68,188 @@ def browser():
         b.close()
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
+class SubPathHandler(http.server.SimpleHTTPRequestHandler):
+    """The site under SUBPATH, and its 404 page for anything missing, as a static host serves it."""
+
+    def __init__(self, *args, site, **kwargs):
+        self.site = site
+        super().__init__(*args, directory=str(site), **kwargs)
+
+    def translate_path(self, path):
+        path = path.split("?")[0].split("#")[0]
+        return super().translate_path("/" + path[len(SUBPATH):] if path.startswith(SUBPATH) else "/missing/")
+
+    def send_error(self, code, message=None, explain=None):
+        if code != 404:
+            return super().send_error(code, message, explain)
+        body = (self.site / "404.html").read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def log_message(self, *args):
         pass
 
 
+class QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        pass  # a page closed while a file was still being sent: not the site's problem
+
+
 @pytest.fixture(scope="module")
 def server(built_site):
-    handler = functools.partial(QuietHandler, directory=str(built_site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd = QuietServer(("127.0.0.1", 0), functools.partial(SubPathHandler, site=built_site.site))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}{SUBPATH}"
     httpd.shutdown()
 
 
-def open_page(browser, url, scheme="light"):
-    """A page with console errors and any request leaving the machine recorded."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000}, color_scheme=scheme)
-    page.errors, page.external = [], []
-    page.on("console", lambda m: m.type == "error" and page.errors.append(m.text))
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
+class Tab:
+    """One browser tab, reused page after page (a new tab per page costs twice as long), that
+    records console errors and refuses every request that would leave this machine."""
 
-    def route(r):
-        if r.request.url.startswith(url.split("/", 3)[0] + "//127.0.0.1"):
+    def __init__(self, browser, server, width, scheme):
+        self.server, self.width, self.scheme = server, width, scheme
+        self.context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
+        self.errors, self.external = [], []
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def _route(self, r):
+        if r.request.url.startswith(self.server.split(SUBPATH)[0]):
             r.continue_()
         else:
-            page.external.append(r.request.url)
+            self.external.append(r.request.url)
             r.abort()
 
-    page.route("**/*", route)
-    page.goto(url)
-    page.wait_for_load_state("networkidle")
-    return page
+    def open(self, path: str):
+        self.errors.clear()
+        self.page.goto(self.server + path, wait_until="load")
+        return self.page
+
+    def screenshot(self, path: str, where: str) -> None:
+        """What a reader sees of ``where`` on this page, for people to look at: test-artifacts/."""
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.page.locator(where).first.scroll_into_view_if_needed()
+        name = ARTIFACTS / f"{path.strip('/')}-{self.width}-{self.scheme}.png"
+        self.page.screenshot(path=str(name))
+        assert name.stat().st_size > 10_000
+
+
+@pytest.fixture(scope="module")
+def phone(browser, server):
+    tab = Tab(browser, server, 390, "light")
+    yield tab
+    tab.context.close()
+
+
+@pytest.fixture(scope="module")
+def desktop(browser, server):
+    tab = Tab(browser, server, 1400, "dark")
+    yield tab
+    tab.context.close()
+
+
+@pytest.fixture(scope="module")
+def links():
+    return set()
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_page_loads_offline_without_errors(browser, server, path):
-    page = open_page(browser, server + path)
-    assert page.errors == []
-    assert page.external == [], "the site must read offline"
-    links = {a.split("#")[0] for a in page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
-             if a.startswith(server)}
-    for link in links:
-        assert page.request.get(link).status == 200, f"broken link {link} on /{path}"
-    page.close()
+def test_page_reads_on_a_phone_offline_without_errors_or_overflow(phone, server, links, path):
+    page = phone.open(path)
+    assert phone.errors == [] and phone.external == [], "the site must read offline, without errors"
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, f"/{path} is {overflow} px wider than a 390 px screen"
+    smallest = page.evaluate(SMALLEST_CHART_TEXT)
+    assert smallest is None or smallest >= LEGIBLE_PX, f"chart text of {smallest:.1f} px on /{path}"
+    links.update(a.split("#")[0] for a in page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+                 if a.startswith(server))
+    if path in SCREENSHOTS:
+        phone.screenshot(path, SCREENSHOTS[path])
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-@pytest.mark.parametrize("path", PAGES)
-def test_screenshots(browser, server, path, scheme):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page = open_page(browser, server + path, scheme)
-    name = (path.strip("/") or "index") + f"-{scheme}.png"
-    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
-    assert (ARTIFACTS / name).stat().st_size > 10_000
-    page.close()
+def test_every_link_on_the_site_resolves(phone, server, links):
+    assert len(links) > len(PAGES)
+    for link in sorted(links):
+        try:
+            assert urllib.request.urlopen(link).status == 200
+        except urllib.error.HTTPError as e:
+            pytest.fail(f"broken link {link}: {e.code}")
 
 
-def test_results_tables_show_numbers_and_provenance(browser, server):
-    page = open_page(browser, server + "vec_add/")
-    cells = page.locator("table td").all_inner_texts()
-    assert any(re.fullmatch(r"[\d,.]+ GB/s", c) for c in cells)
-    assert any(re.fullmatch(r"[\d.]+ µs", c) for c in cells)
-    assert any(c.startswith("✓") for c in cells)
-    assert page.get_by_text("Measured on NVIDIA H100 80GB HBM3").first.is_visible()
-    assert page.locator(".nb-problem").count() == 0
+def test_results_tables_scroll_inside_their_frame_with_the_first_column_pinned(phone):
+    page = phone.open("vec_add/")
+    page.locator(".md-typeset__scrollwrap").first.evaluate("el => el.scrollLeft = 300")
+    first = page.locator(".md-typeset__table table td:first-child").first
+    assert first.evaluate("el => getComputedStyle(el).position") == "sticky"
+    assert 0 <= first.bounding_box()["x"] < 40  # still in view after scrolling the table sideways
 
 
-def test_plot_renders(browser, server):
-    page = open_page(browser, server + "vec_add/")
-    plot = page.locator("figure.nb-plot svg").first
-    box = plot.bounding_box()
-    assert box and box["width"] > 300 and box["height"] > 150
-    assert "GB/s" in plot.inner_html()
+def test_softmax_on_a_desktop(desktop):
+    """The longest page: its wide checks table fits, its math renders, its claims show their
+    figures, its code annotations open, its source files are linked, and search sets math."""
+    page = desktop.open("softmax/")
+    checks = page.locator(".nb-checks .md-typeset__scrollwrap").first
+    assert checks.evaluate("el => el.scrollWidth <= el.clientWidth"), "the checks table is cut off"
+    assert page.locator(".katex-display .mfrac").count() >= 1  # the softmax formula, as display math
+    assert "2²⁸" in page.locator(".md-nav").first.inner_text()  # titles: powers as superscripts
+    assert re.search(r"Checked against the results: .* µs", page.locator(".nb-claim").first.get_attribute("title"))
+    href = page.locator("a[href$='7_float4_registers.cu']").first.evaluate("a => a.href")
+    assert b"softmax_float4_registers" in urllib.request.urlopen(href).read()
+    page.locator(".md-annotation__index").first.click()
+    assert "PyCUDA builds against" in page.locator(".md-tooltip--active, .md-annotation__inner").first.inner_text()
+    page.keyboard.press("Escape")
+    desktop.screenshot("softmax/", ".nb-checks")
+    page.keyboard.press("/")  # Material's search hotkey
+    page.keyboard.type("grid of 16")
+    page.locator(".md-search-result__item").first.wait_for(timeout=10_000)
+    assert page.locator(".md-search-result .katex").count() >= 1  # math in the results is set too
+    assert desktop.errors == []
 
 
-def test_tabs_switch_between_kernels(browser, server):
-    page = open_page(browser, server + "vec_add/")
+def test_the_matmul_checks_table_fits_on_a_desktop(desktop):
+    page = desktop.open("matmul/")
+    checks = page.locator(".nb-checks .md-typeset__scrollwrap").first
+    assert checks.evaluate("el => el.scrollWidth <= el.clientWidth"), "the checks table is cut off"
+
+
+def test_dashboard_covers_every_entry_on_both_gpus(desktop):
+    page = desktop.open("dashboard/")
+    headers = page.locator("table th").all_inner_texts()
+    assert any("H100" in h for h in headers) and any("H200" in h for h in headers)
+    for entry in ENTRIES:
+        if entry not in ("gpu/", "time_breakdown/", "cublas/", "triton/"):  # pages without an experiment
+            assert page.locator(f"table a[href$='{entry}']").count() >= 1, entry
+    desktop.screenshot("dashboard/", ".nb-dashboard")
+    frame = page.locator(".nb-dashboard .md-typeset__scrollwrap").first
+    assert frame.evaluate("el => el.scrollWidth <= el.clientWidth"), "the dashboard is cut off at 1400 px"
+    names = page.locator(".nb-dashboard td code")
+    assert all(n.bounding_box()["height"] < 30 for n in names.all()[:20]), "a name broke across lines"
+    assert "commit" in page.locator("table").last.inner_text()
+
+
+def test_tabs_switch_between_kernels(desktop):
+    page = desktop.open("vec_add/")
     float4 = page.locator(".tabbed-block").filter(has_text="vec_add_float4").first
     assert not float4.is_visible()
     page.get_by_text("2_add_float4.cu", exact=True).first.click()
     assert float4.is_visible()
 
 
-def test_search_finds_an_entry(browser, server):
-    page = open_page(browser, server)
-    page.keyboard.press("/")  # Material's search hotkey
-    page.keyboard.type("bookkeeping")
-    result = page.locator(".md-search-result__item").first
-    result.wait_for(timeout=10_000)
-    assert "3D" in result.inner_text()
+def test_the_404_page_is_styled_under_the_sub_path(desktop):
+    page = desktop.open("no/such/page/")
+    assert page.locator(".md-header").is_visible() and "404" in page.inner_text("article")
+    assert page.evaluate("getComputedStyle(document.querySelector('.md-header')).position") != "static"
 
 
-def test_math_renders(browser, server):
-    page = open_page(browser, server + "softmax/")
-    page.locator(".katex").first.wait_for(timeout=10_000)
-    assert page.locator(".katex-display").count() >= 1  # the softmax formula, set as display math
-    assert page.locator(".katex .mfrac").count() >= 1
-
-
-def test_dashboard_links_every_entry_and_shows_both_gpus(browser, server):
-    page = open_page(browser, server + "dashboard/")
-    headers = page.locator("table th").all_inner_texts()
-    assert any("H100" in h for h in headers) and any("H200" in h for h in headers)
-    for entry in ("vec_add", "vec_add_3d", "softmax"):
-        assert page.locator(f"table a[href$='{entry}/']").count() >= 1
-    assert page.locator("figure.nb-plot svg").count() == 1
-    summary = page.locator("table").last.inner_text()
-    assert "fresh" in summary and "clean" in summary
-
-
-def test_analysis_notebook_ran_and_can_be_downloaded(browser, server):
-    page = open_page(browser, server + "analysis/")
-    assert page.locator("img").count() >= 1  # the plot the notebook drew when the site was built
-    assert "H200/H100" in page.inner_text("body")
-    download = page.locator("a[href$='.ipynb']").first
-    assert page.request.get(download.evaluate("a => a.href")).status == 200
-
-
-def test_source_files_that_ran_are_linked(browser, server):
-    page = open_page(browser, server + "softmax/")
-    link = page.locator("a[href$='7_float4_registers.cu']").first
-    body = page.request.get(link.evaluate("a => a.href")).text()
-    assert "softmax_float4_registers" in body
-
-
-def test_code_annotations_open(browser, server):
-    page = open_page(browser, server + "softmax/")
-    marker = page.locator(".md-annotation__index").first
-    marker.wait_for(timeout=10_000)
-    marker.click()
-    assert "PyCUDA builds against" in page.locator(".md-tooltip--active, .md-annotation__inner").first.inner_text()
+def test_the_analysis_notebook_ran_and_can_be_downloaded(desktop):
+    page = desktop.open("analysis/")
+    assert page.locator('[data-mime-type="image/svg+xml"] img').count() >= 1
+    assert "H200 - H100" in page.inner_text("article")
+    href = page.locator("a[href$='.ipynb']").first.evaluate("a => a.href")
+    assert b'"outputs"' in urllib.request.urlopen(href).read()

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from labnotebook.errors import CompileError
+from labnotebook.run import compile as compiler
 from labnotebook.run.compile import compile_cubin, parse_ptxas
 
 from conftest import FAULTS, ROOT
@@ -25,6 +26,20 @@ def test_every_kernel_compiles_for_sm90(source: Path, nvcc, tmp_path):
 
 def test_there_are_kernels():
     assert len(KERNELS) >= 4
+
+
+def test_a_cubin_is_compiled_again_when_a_shared_header_changes(nvcc, tmp_path, monkeypatch):
+    shared = tmp_path / "include"
+    shared.mkdir()
+    (shared / "twice.cuh").write_text("__device__ float twice(float x) { return 2 * x; }\n")
+    source = tmp_path / "k.cu"
+    source.write_text('#include "twice.cuh"\nextern "C" __global__ void k(float* x) { x[0] = twice(x[0]); }\n')
+    monkeypatch.setattr(compiler, "SHARED_HEADERS", shared)
+    cache = tmp_path / "cache"
+    compile_cubin(source, tmp_path / "a", "sm_90", cache=cache)
+    (shared / "twice.cuh").write_text("__device__ float twice(float x) { return x + x; }\n")
+    compile_cubin(source, tmp_path / "b", "sm_90", cache=cache)
+    assert len(list(cache.glob("*.cubin"))) == 2  # a second key: not the first cubin reused
 
 
 def test_compile_error_names_file_and_line(nvcc, tmp_path):

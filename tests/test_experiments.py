@@ -1,90 +1,544 @@
-"""Discovery, declarations, references and source hashes, all on the CPU."""
+"""Discovery, declarations, references and source hashes, all on the CPU and in seconds: nothing
+here draws a timed or a large case's inputs (edge cases are small by rule, and checked to be).
+
+The per-experiment tests call small check functions that name the experiment, the kernel and
+the case in every failure; the last tests feed them broken declarations to show they do."""
+
+from __future__ import annotations
 
 import ast
+import dataclasses
+import inspect
+import math
+import re
 import shutil
+from functools import cache
 
 import numpy as np
 import pytest
 
-from labnotebook import PythonKernel, Unsupported
+from labnotebook import Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, Unsupported
 from labnotebook.errors import ExperimentError
 from labnotebook.experiments import engine_hash, experiment_folders, load, source_hash
+from labnotebook.run.declare import tolerance_at
 from labnotebook.run.verify import compare
 
 from conftest import FAULTS, ROOT
 
 FOLDERS = experiment_folders(ROOT / "snippets")
+NAMES = sorted(FOLDERS)
 
+INT_MAX = 2**31 - 1
+MAX_GRID = (INT_MAX, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_SHARED = 227 * 1024  # what one Hopper block can have
+EDGE_MAX_ELEMENTS = 4 << 20  # edge cases run under compute-sanitizer too: a few million at most
+LARGE_MIN_ELEMENTS = 2**31
+LARGE_MAX_BYTES = 40 << 30  # the bytes the kernels move bound what a large case holds on the GPU
+# Case parameters that are not sizes: a block shape, a stride.
+NOT_SIZES = {"stride", "bx", "by", "bz"}
+# Experiments whose kernels must be verified past 2^31 elements.
+NEED_LARGE_CASES = {"vec_add", "matrix_add_2d", "block_reduce", "softmax"}
+# Which non-finite and extreme inputs the edge cases must hold, beyond +inf and NaN. A matrix
+# product gets no ±3.4e38 (float32 and float64 accumulations overflow at different points) and
+# no -inf or subnormals either: one +inf and one NaN are what every order agrees on. Attention is
+# two such products, on fp16 and bf16 inputs (fp16 holds no 3e38 and no float32 subnormal).
+ONLY_INF_AND_NAN = {"matmul", "matmul_fp16", "attention"}
+
+C_SCALARS = {"int": np.int32, "unsigned int": np.uint32, "unsigned": np.uint32, "long long": np.int64,
+             "long long int": np.int64, "int64_t": np.int64, "size_t": np.uint64, "unsigned long long": np.uint64,
+             "float": np.float32, "double": np.float64}
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+@cache
+def experiment(name: str) -> Experiment:
+    return load(FOLDERS[name])
+
+
+def elements(case: Case) -> int:
+    """The size of a case's largest array, from its parameters alone (nothing is drawn)."""
+    p = {k: v for k, v in case.params.items() if isinstance(v, int) and not isinstance(v, bool)}
+    if {"m", "n", "k"} <= set(p):  # a matrix product: the largest of A, B and C
+        return max(p["m"] * p["k"], p["k"] * p["n"], p["m"] * p["n"])
+    return math.prod(v for k, v in p.items() if k not in NOT_SIZES)
+
+
+def smallest_edge_case(exp: Experiment) -> Case:
+    return min(exp.edge_cases, key=elements)
+
+
+def draw_inputs(exp: Experiment, case: Case) -> dict[str, np.ndarray]:
+    assert case not in exp.large_cases, "never draw a large case's inputs here"
+    assert elements(case) <= EDGE_MAX_ELEMENTS, f"{exp.name}: refusing to draw {case.name} in a CPU test"
+    position = next(i for i, c in enumerate(exp.all_cases()) if c.name == case.name)
+    x = exp.inputs(case, np.random.default_rng([exp.seed, position]))
+    assert isinstance(x, dict) and x, f"{exp.name}: inputs({case.name}) must return a dict of arrays"
+    for k, v in x.items():
+        assert isinstance(v, np.ndarray), f"{exp.name}: inputs({case.name})[{k!r}] is a {type(v).__name__}"
+    return x
+
+
+@cache
+def edge_data(name: str, case_name: str) -> tuple[dict, dict]:
+    """One edge case's inputs and reference, drawn once per test session (read-only)."""
+    exp = experiment(name)
+    case = next(c for c in exp.edge_cases if c.name == case_name)
+    x = draw_inputs(exp, case)
+    return x, check_reference(exp, case, x)
+
+
+def check_reference(exp: Experiment, case: Case, x: dict) -> dict[str, np.ndarray]:
+    """``reference(**inputs)`` takes the inputs by name and returns one float64 array per output."""
+    try:
+        ref = exp.reference(**x)
+    except TypeError as e:
+        pytest.fail(f"snippets/{exp.name}/experiment.py: reference(**inputs) at case {case.name!r} raised "
+                    f"TypeError: {e}. reference takes the inputs by name and nothing else: "
+                    f"def reference({', '.join(sorted(x))})", pytrace=False)
+    assert isinstance(ref, dict), f"{exp.name}: reference() must return a dict, got {type(ref).__name__}"
+    missing = sorted(set(exp.outputs) - set(ref))
+    assert not missing, f"{exp.name}: reference() at {case.name} returned no {missing} (outputs: {sorted(exp.outputs)})"
+    for out in exp.outputs:
+        got = np.asarray(ref[out])
+        assert got.dtype == np.float64, f"{exp.name}: reference()[{out!r}] is {got.dtype}, not float64"
+    return ref
+
+
+def c_signature(path, function: str) -> list[tuple[str, str | None]]:
+    """The parameters of ``extern "C" __global__ void function(...)`` in a .cu file, as
+    ``(name, scalar type)`` pairs; the type is None for a pointer."""
+    text = re.sub(r"//[^\n]*", "", path.read_text())
+    match = re.search(r'extern\s+"C"\s+__global__\s+void\b[^;{]*?\b' + re.escape(function) + r"\s*\(([^)]*)\)", text)
+    assert match, f"{path.name}: no extern \"C\" __global__ void {function}(...)"
+    params = []
+    for p in match.group(1).split(","):
+        words = [w for w in p.replace("*", " * ").split() if w not in ("const", "__restrict__", "volatile")]
+        params.append((words[-1], None if "*" in words else " ".join(words[:-1])))
+    return params
+
+
+def check_launch(exp: Experiment, k: Kernel, case: Case, buffers: set[str], folder=None) -> Launch | None:
+    """``launch(case)`` returns a Launch the GPU accepts, whose arguments match the kernel's C
+    signature, or raises Unsupported with a reason; None for Unsupported."""
+    where = f"{exp.name}: kernel {k.name} at {case.name}"
+    try:
+        launch = k.launch(case)
+    except Unsupported as e:
+        assert str(e).strip(), f"{where}: Unsupported must say why"
+        return None
+    except Exception as e:  # noqa: BLE001 - anything but Unsupported is the mistake we look for
+        pytest.fail(f"{where}: launch() raised {type(e).__name__}: {e} (only Unsupported is allowed)")
+    assert isinstance(launch, Launch), f"{where}: launch() returned {type(launch).__name__}, not a Launch"
+    grid, block = tuple(launch.grid), tuple(launch.block)
+    assert 1 <= len(grid) <= 3 and 1 <= len(block) <= 3, f"{where}: grid {grid} and block {block} need 1 to 3 dims"
+    for what, dims, limits in (("grid", grid, MAX_GRID), ("block", block, MAX_BLOCK)):
+        for axis, (d, most) in enumerate(zip(dims, limits)):
+            assert isinstance(d, (int, np.integer)) and 1 <= d <= most, \
+                f"{where}: {what} dimension {'xyz'[axis]} is {d!r}, must be 1 to {most}"
+    assert 1 <= math.prod(block) <= 1024, f"{where}: {math.prod(block)} threads per block"
+    assert 0 <= launch.shared_bytes <= MAX_SHARED, f"{where}: {launch.shared_bytes} bytes of shared memory"
+    named = {a for a in launch.args if isinstance(a, str)}
+    assert named <= buffers, f"{where}: names buffers {sorted(named - buffers)}; there are {sorted(buffers)}"
+    params = c_signature((folder or FOLDERS[exp.name]) / k.source, k.function)
+    assert len(params) == len(launch.args), \
+        f"{where}: {len(launch.args)} arguments for {k.function}'s {len(params)} parameters"
+    sizes = {key.lower(): v for key, v in case.params.items() if isinstance(v, int)}
+    for arg, (pname, ctype) in zip(launch.args, params):
+        if ctype is None:
+            assert isinstance(arg, str), f"{where}: pointer parameter {pname} gets {arg!r}, not a buffer name"
+            continue
+        assert not isinstance(arg, str), f"{where}: {ctype} parameter {pname} gets the buffer name {arg!r}"
+        assert isinstance(arg, np.generic), \
+            f"{where}: {pname} is a {type(arg).__name__}; pass a NumPy scalar, so its C type is explicit"
+        want = C_SCALARS.get(ctype)
+        assert want is not None, f"{where}: unknown C type {ctype!r} of {pname}"
+        assert arg.dtype == want, f"{where}: {ctype} {pname} gets a {arg.dtype} (wants {np.dtype(want)})"
+        if pname.lower() in sizes:  # a size parameter passes the case's size, not a wrapped one
+            assert int(arg) == sizes[pname.lower()], \
+                f"{where}: {pname} = {arg} does not hold the case's {pname.lower()} = {sizes[pname.lower()]}"
+    return launch
+
+
+def buffer_names(exp: Experiment) -> set[str]:
+    x, _ = edge_data(exp.name, smallest_edge_case(exp).name)
+    return set(x) | set(exp.outputs)
+
+
+def cuda_kernels(exp: Experiment) -> list[Kernel]:
+    return [k for k in exp.kernels if isinstance(k, Kernel)]
+
+
+def is_float(exp: Experiment) -> bool:
+    return any(np.issubdtype(np.dtype(t), np.floating) for t in exp.outputs.values())
+
+
+# -- the declarations ---------------------------------------------------------------------------
 
 def test_discovers_the_notebook_experiments():
-    assert {"vec_add", "vec_add_3d"} <= set(FOLDERS)
+    assert {"vec_add", "vec_add_3d", "softmax", "matmul"} <= set(FOLDERS)
 
 
-@pytest.mark.parametrize("name", sorted(FOLDERS))
+@pytest.mark.parametrize("name", NAMES)
 def test_declaration_is_consistent(name):
-    exp = load(FOLDERS[name])
-    assert exp.name == name and exp.kernels and exp.cases and exp.edge_cases
-    buffers = set(exp.inputs(exp.edge_cases[0], np.random.default_rng(0))) | set(exp.outputs)
-    for k in exp.kernels:
-        if isinstance(k, PythonKernel):  # launched by its own host code; see test_python_kernels_parse
-            continue
-        for case in exp.cases + exp.edge_cases:
-            try:
-                launch = k.launch(case)
-            except Unsupported as e:
-                assert str(e), f"{k.name} must say why it does not support {case.name}"
-                continue
-            named = {a for a in launch.args if isinstance(a, str)}
-            assert named <= buffers, f"{k.name} names unknown buffers"
-            threads = np.prod(launch.block)
-            assert 0 < threads <= 1024
-            assert launch.shared_bytes <= 227 * 1024, "more shared memory than a Hopper block can have"
-            for name in k.cases or ():
-                assert name in {c.name for c in exp.cases + exp.edge_cases}, f"{k.name}: unknown case {name}"
+    exp = experiment(name)
+    assert exp.name == name and exp.kernels and exp.cases and exp.edge_cases, f"{name}: kernels, cases, edge cases"
+    names = [c.name for c in exp.all_cases()]
+    assert len(set(names)) == len(names), f"{name}: case names repeat across cases, edge and large cases: {names}"
+    timed = {c.name for c in exp.cases}
+    for r in [*exp.kernels, *exp.baselines]:
+        unknown = set(r.timed_cases or ()) - timed
+        assert not unknown, f"{name}: {r.name} is timed at {sorted(unknown)}, which are not timed cases"
+    runnables = exp.runnable_names()
+    assert len(set(runnables)) == len(runnables), f"{name}: kernel and baseline names repeat: {runnables}"
+    for out, dtype in exp.outputs.items():
+        np.dtype(dtype)  # a NumPy dtype, or this raises
 
 
-@pytest.mark.parametrize("name", sorted(FOLDERS))
-def test_python_kernels_parse(name):
-    """Triton and cuTile rungs need their DSL to import, which a CPU machine may lack; their
-    source must still be valid Python, and they must name what they need."""
-    exp = load(FOLDERS[name])
+@pytest.mark.parametrize("name", NAMES)
+def test_headline_names_a_timed_case_and_something_to_compare_with(name):
+    exp = experiment(name)
+    assert exp.headline is not None, f"{name}: no headline=Headline(case=..., baseline=...)"
+    assert exp.headline.case in {c.name for c in exp.cases}, \
+        f"{name}: headline case {exp.headline.case!r} is not a timed case"
+    assert exp.headline.baseline in exp.runnable_names(), \
+        f"{name}: headline baseline {exp.headline.baseline!r} is not one of {exp.runnable_names()}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_inputs_and_reference_at_the_smallest_edge_case(name):
+    exp = experiment(name)
+    case = smallest_edge_case(exp)
+    x = draw_inputs(exp, case)
+    check_reference(exp, case, x)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_launch_is_valid_or_unsupported(name):
+    """Every CUDA kernel at every declared case, timed, edge and large: launch functions are
+    pure and cheap, and no input is drawn."""
+    exp = experiment(name)
+    buffers = buffer_names(exp)
+    for k in cuda_kernels(exp):
+        for case in exp.all_cases():
+            check_launch(exp, k, case, buffers)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_launches_at_the_int_limits(name):
+    """Each size of the smallest edge case pushed to 2^31 - 1, 2^31 and past 2^32: every launch
+    is still valid (grid within its limits, sizes held) or says Unsupported; never an
+    OverflowError from np.int32, never a grid the GPU refuses."""
+    exp = experiment(name)
+    base, buffers = smallest_edge_case(exp), buffer_names(exp)
+    for p, v in base.params.items():
+        if isinstance(v, int) and p not in NOT_SIZES:
+            for big in (2**31 - 1, 2**31, 2**32 + 1):
+                case = Case(f"{base.name} with {p} = {big}", **{**base.params, p: big})
+                for k in cuda_kernels(exp):
+                    check_launch(exp, k, case, buffers)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_runnables_take_case_inputs_outputs(name):
+    """Baselines and Python-DSL kernels are ``prepare(case, inputs, outputs)``."""
+    exp = experiment(name)
+    for b in exp.baselines:
+        params = [p for p in inspect.signature(b.prepare).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        assert len(params) == 3, f"{name}: baseline {b.name}'s prepare takes {[p.name for p in params]}, " \
+                                 "not (case, inputs, outputs)"
+        assert b.library in ("torch", "pycuda", "numpy"), f"{name}: baseline {b.name} has arrays={b.library!r}"
     for k in exp.kernels:
         if isinstance(k, PythonKernel):
-            source = (FOLDERS[name] / k.source).read_text()
-            tree = ast.parse(source)
-            assert any(isinstance(n, ast.FunctionDef) and n.name == k.function for n in tree.body)
-            assert "torch" in k.requires and len(k.requires) > 1, "name the DSL in requires"
+            tree = ast.parse((FOLDERS[name] / k.source).read_text())
+            fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == k.function), None)
+            assert fn is not None, f"{name}: {k.source} has no function {k.function}"
+            assert len(fn.args.args) == 3, f"{name}: {k.source}:{k.function} must take (case, inputs, outputs)"
 
 
-@pytest.mark.parametrize("name", sorted(FOLDERS))
+@pytest.mark.parametrize("name", NAMES)
+def test_python_kernels_name_their_dsl(name):
+    """Triton and cuTile rungs need their DSL to import, which a CPU machine may lack; their
+    source must still be valid Python, and they must name what they need."""
+    exp = experiment(name)
+    for k in exp.kernels:
+        if isinstance(k, PythonKernel):
+            ast.parse((FOLDERS[name] / k.source).read_text())
+            assert "torch" in k.requires and len(k.requires) > 1, f"{name}: {k.name}: name the DSL in requires"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cpu_baselines_meet_the_tolerance_at_the_edge_cases(name):
+    """NumPy baselines run here as the engine runs them: in place, into poisoned outputs."""
+    exp = experiment(name)
+    for b in (b for b in exp.baselines if b.device == "cpu"):
+        for case in exp.edge_cases:
+            x, ref = edge_data(name, case.name)
+            outputs = {n: np.full(np.shape(ref[n]), np.nan, dtype) for n, dtype in exp.outputs.items()}
+            try:
+                with np.errstate(all="ignore"):  # inf - inf and overflow are the point of some cases
+                    returned = b.prepare(case, x, outputs)()
+            except Unsupported:
+                continue
+            # As the engine: a dict is the outputs; anything else (np.add's out=) is ignored.
+            got = returned if isinstance(returned, dict) else outputs
+            for n in exp.outputs:
+                check = compare(np.asarray(got[n]), ref[n], tolerance_at(b.tolerance or exp.tolerance, case))
+                assert check.ok, f"{name}: baseline {b.name} at {case.name}: {check.describe(n)}"
+
+
+# -- sizes: awkward, small and large -------------------------------------------------------------
+
+@pytest.mark.parametrize("name", NAMES)
+def test_edge_cases_are_awkward_and_small(name):
+    exp = experiment(name)
+    sizes = {c.name: elements(c) for c in exp.edge_cases}
+    assert 1 in sizes.values(), f"{name}: no edge case of size 1 ({sizes})"
+    assert any(n > 1 and n % 256 for n in sizes.values()), f"{name}: no edge size that is not a multiple of 256"
+    big = {c: n for c, n in sizes.items() if n > EDGE_MAX_ELEMENTS}
+    assert not big, f"{name}: edge cases run under compute-sanitizer; these are too large: {big}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_large_cases_pass_2_to_the_31(name):
+    exp = experiment(name)
+    if name in NEED_LARGE_CASES:
+        assert exp.large_cases, f"{name}: needs large cases (2^31 elements and more)"
+    for case in exp.large_cases:
+        assert elements(case) >= LARGE_MIN_ELEMENTS, f"{name}: large case {case.name} has {elements(case)} elements"
+        if exp.bytes_moved:
+            assert exp.bytes_moved(case) <= LARGE_MAX_BYTES, \
+                f"{name}: {case.name} moves {exp.bytes_moved(case) / 2**30:.0f} GiB, past the ~40 GiB a case may hold"
+        for b in (b for b in exp.baselines if b.device == "cpu"):
+            try:  # before it touches an input: there are none here
+                b.prepare(case, {}, {})
+            except Unsupported as e:
+                assert str(e).strip(), f"{name}: CPU baseline {b.name} must say why"
+            except Exception as e:  # noqa: BLE001
+                pytest.fail(f"{name}: CPU baseline {b.name} at {case.name} raised {type(e).__name__}: {e}; "
+                            "it must raise Unsupported before touching the inputs")
+            else:
+                pytest.fail(f"{name}: CPU baseline {b.name} must raise Unsupported at {case.name}")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_rowwise_reference_works_on_slices_of_rows(name):
+    """Where the engine computes the reference slice by slice, slices of the inputs' rows must
+    give those rows of the whole reference, bit for bit (NaN where NaN)."""
+    exp = experiment(name)
+    if not exp.rowwise_reference:
+        pytest.skip("not rowwise_reference: the reference is computed over the whole input")
+    small = [c for c in exp.edge_cases if elements(c) <= 1 << 20]
+    case = max(small, key=lambda c: ("extremes" in c.name, elements(c)))
+    x, whole = edge_data(name, case.name)
+    rows = {v.shape[0] for v in x.values()}
+    assert len(rows) == 1, f"{name}: the inputs' first axes differ ({rows}): not row-wise"
+    n = rows.pop()
+    assert n >= 3, f"{name}: pick an edge case with more rows than {case.name}"
+    for lo, hi in ((0, 1), (0, n // 2), (n // 3, n - 1), (n - 1, n)):
+        part = check_reference(exp, case, {k: v[lo:hi] for k, v in x.items()})
+        for out in exp.outputs:
+            np.testing.assert_array_equal(part[out], whole[out][lo:hi],
+                                          err_msg=f"{name}: reference of rows {lo}:{hi} at {case.name}, {out}")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_edge_cases_hold_non_finite_and_extreme_values(name):
+    exp = experiment(name)
+    if not is_float(exp):
+        pytest.skip("no floating-point output")
+    values = np.concatenate([v.astype(np.float64).ravel()
+                             for c in exp.edge_cases for v in edge_data(name, c.name)[0].values()
+                             if np.issubdtype(v.dtype, np.floating)])
+    have = {"+inf": np.isposinf(values).any(), "NaN": np.isnan(values).any()}
+    if name not in ONLY_INF_AND_NAN:
+        finite = values[np.isfinite(values)]
+        have |= {"-inf": np.isneginf(values).any(),
+                 "±3e38": (np.abs(finite) >= 1e38).any(),
+                 "subnormal": ((finite != 0) & (np.abs(finite) < np.finfo(np.float32).tiny)).any(),
+                 "-0.0": ((values == 0) & np.signbit(values)).any()}
+    missing = [k for k, ok in have.items() if not ok]
+    assert not missing, f"{name}: no edge case holds {missing}"
+
+
+# -- references and tolerances --------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["vec_add", "vec_add_3d", "matrix_add_2d", "cutile_add"])
+def test_add_reference_is_float32_exact_and_one_ulp_off_fails(name):
+    """The reference is right, and the declared tolerance is one a correct kernel can meet."""
+    exp = experiment(name)
+    for case in exp.edge_cases:
+        x, ref = edge_data(name, case.name)
+        with np.errstate(over="ignore", invalid="ignore"):
+            got = x["a"] + x["b"]
+        assert compare(got, ref["c"], exp.tolerance).ok, case.name
+        # One ulp off is wrong: the reference is the correctly rounded float32 sum.
+        wrong = got.copy().ravel()
+        wrong[-1] = np.nextafter(wrong[-1], np.float32(np.inf))
+        assert not compare(wrong.reshape(ref["c"].shape), ref["c"], exp.tolerance).ok, case.name
+
+
+def test_vec_add_extremes_cover_overflow_nan_and_subnormals():
+    exp = experiment("vec_add")
+    case = next(c for c in exp.edge_cases if c.params.get("kind") == "extremes")
+    x, ref = edge_data("vec_add", case.name)
+    c = ref["c"]
+    assert np.isnan(c).any() and np.isposinf(c).any() and np.isneginf(c).any()
+    assert c[list(zip(x["a"], x["b"])).index((np.float32(3.4e38), np.float32(3.4e38)))] == np.inf
+    assert (np.abs(c[np.isfinite(c) & (c != 0)]) < 1e-37).any()  # a subnormal sum survives
+
+
+def test_broadcast_reference_and_tolerance():
+    exp = experiment("add_broadcast")
+    for case in exp.edge_cases:
+        x, ref = edge_data("add_broadcast", case.name)
+        with np.errstate(over="ignore", invalid="ignore"):
+            got = (x["a"] + x["b"][:, :, None]) + x["c"][:, None, None]  # float32, the kernel's order
+        assert compare(got, ref["out"], exp.tolerance).ok, case.name
+        finite = np.flatnonzero(np.isfinite(got) & (np.abs(got) < 100))
+        got.ravel()[finite[-1]] += np.float32(1e-3)
+        assert not compare(got, ref["out"], exp.tolerance).ok, case.name
+    case = next(c for c in exp.edge_cases if "extremes" in c.name)
+    out = edge_data("add_broadcast", case.name)[1]["out"]
+    assert np.isposinf(out).any() and np.isneginf(out).any() and np.isnan(out).any()
+
+
+def test_warp_primitives_reference_lane_by_lane():
+    """The NumPy reference against a plain loop over warps, partial last warps included."""
+    exp = experiment("warp_primitives")
+    for case in [c for c in exp.edge_cases if c.n <= 64]:
+        x, ref = edge_data("warp_primitives", case.name)
+        x = x["x"].astype(np.float64)
+        starts = range(0, x.size, 32)
+        assert list(ref["sums"]) == [x[s:s + 32].sum() for s in starts]
+        assert list(ref["firsts"]) == [x[i // 32 * 32] for i in range(x.size)]
+        assert list(ref["scans"]) == [x[i // 32 * 32:i + 1].sum() for i in range(x.size)]
+
+
+def test_warp_primitives_extremes_are_exact_in_float32_in_any_order():
+    """A float32 sum in another order (reversed lanes, pairwise) lands on the same reference."""
+    exp = experiment("warp_primitives")
+    case = next(c for c in exp.edge_cases if c.params.get("kind") == "extremes")
+    x, ref = edge_data("warp_primitives", case.name)
+    w = np.zeros(-(-x["x"].size // 32) * 32, np.float32)
+    w[:x["x"].size] = x["x"]
+    w = w.reshape(-1, 32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for sums in (w.sum(axis=1), w[:, ::-1].sum(axis=1), np.add.reduce(w.reshape(-1, 2, 16), axis=2).sum(axis=1)):
+            assert compare(sums, ref["sums"], exp.tolerance).ok
+        assert compare(np.cumsum(w, axis=1).ravel()[:x["x"].size], ref["scans"], exp.tolerance).ok
+    assert np.isposinf(ref["sums"]).any() and np.isneginf(ref["sums"]).any() and np.isnan(ref["sums"]).any()
+
+
+def test_memory_types_float32_horner_is_exact_at_the_edge_cases():
+    exp = experiment("memory_types")
+    for case in exp.edge_cases:
+        x, ref = edge_data("memory_types", case.name)
+        i = np.arange(x["x"].size)
+        start = i // 256 * 256
+        v = x["x"][start + np.minimum(start + 256, i.size) - 1 - i]
+        with np.errstate(over="ignore", invalid="ignore"):
+            y = np.float32(1) + v * (np.float32(0.5) + v * (np.float32(0.25) + v * np.float32(0.125)))
+        assert compare(y, ref["y"], exp.tolerance).ok, case.name
+
+
+def test_block_reduce_reference_rounds_like_a_float32_total():
+    exp = experiment("block_reduce")
+    totals = {c.params.get("kind"): edge_data("block_reduce", c.name)[1]["total"][0] for c in exp.edge_cases}
+    assert totals["two 3.4e38"] == np.inf and totals["two -3.4e38"] == -np.inf  # 6.8e38 is past float32
+    assert totals["+inf"] == np.inf and np.isnan(totals["NaN"]) and np.isnan(totals["+inf and -inf"])
+    assert 0 < totals["subnormals"] < 2.0**-125
+    for case in exp.edge_cases:  # a float32 sum, pairwise as NumPy's, meets the tolerance
+        x, ref = edge_data("block_reduce", case.name)
+        with np.errstate(over="ignore", invalid="ignore"):
+            got = np.array([x["x"].sum(dtype=np.float32)])
+        assert compare(got, ref["total"], exp.tolerance).ok, case.name
+
+
+def test_softmax_reference_on_awkward_inputs():
+    exp = experiment("softmax")
+    cases = {c.name: c for c in exp.edge_cases}
+    for name in ("64x2048 |x| ~ 1e4", "64x512 all negative", "1x1", "2x100003"):
+        x, ref = edge_data("softmax", name)
+        y = ref["y"]
+        assert np.isfinite(y).all() and np.allclose(y.sum(axis=1), 1.0)
+    assert (edge_data("softmax", "64x512 all negative")[0]["x"] < 0).all()
+    x, ref = edge_data("softmax", "64x1000 with -inf")
+    x, y = x["x"], ref["y"]
+    assert np.isnan(y[0]).all(), "a row of only -inf is NaN, as in PyTorch"
+    assert np.isfinite(y[1:]).all() and (y[1:][np.isneginf(x[1:])] == 0).all()
+    for name in (c for c in cases if "extremes" in c):
+        x, ref = edge_data("softmax", name)
+        y = ref["y"]
+        assert np.isnan(y[:5]).all(), "+inf or NaN in a row makes it NaN, as in PyTorch (inf - inf)"
+        assert np.isfinite(y[5:]).all() and np.allclose(y[5:].sum(axis=1), 1.0)
+        assert y[6, 0] == y[6, -1] == 0.5 and y[9, 0] == 1.0
+
+
+def test_softmax_float32_numpy_meets_the_tolerance():
+    exp = experiment("softmax")
+    for case in exp.edge_cases:
+        x, ref = edge_data("softmax", case.name)
+        with np.errstate(invalid="ignore", over="ignore"):
+            e = np.exp(x["x"] - x["x"].max(axis=1, keepdims=True))
+            y32 = e / e.sum(axis=1, keepdims=True)
+        assert compare(y32, ref["y"], exp.tolerance).ok, case.name
+
+
+@pytest.mark.parametrize("name", ["matmul", "matmul_fp16"])
+def test_matmul_non_finite_case(name):
+    """One +inf in A and one NaN in B: a row of ±inf and a column of NaN, in float64 as in any
+    float32 order; and the tiled rungs accept the case, so every rung is checked there."""
+    exp = experiment(name)
+    case = next(c for c in exp.edge_cases if c.params.get("kind"))
+    x, ref = edge_data(name, case.name)
+    c = ref["c"]
+    assert np.isnan(c[:, 3]).all() and np.isinf(np.delete(c[1], 3)).all()
+    assert np.isfinite(np.delete(np.delete(c, 1, axis=0), 3, axis=1)).all()
+    with np.errstate(over="ignore", invalid="ignore"):
+        c32 = x["a"].astype(np.float32) @ x["b"].astype(np.float32)
+    assert compare(c32, c, exp.tolerance).ok
+    assert all(check_launch(exp, k, case, buffer_names(exp)) for k in cuda_kernels(exp)), \
+        f"{name}: every rung must run at {case.name}"
+
+
+def test_matmul_tiled_rungs_declare_their_int_offsets():
+    """K = 2^24: rungs whose offsets inside a tile are ints (for speed) must say Unsupported;
+    the rungs with 64-bit offsets throughout must launch."""
+    int_offsets = {"matmul": {"5_blocktile_2d"}, "matmul_fp16": {"1_wmma", "2_mma_pipelined", "3_mma_128x256"}}
+    for name, limited in int_offsets.items():
+        exp = experiment(name)
+        case = Case("128×256×2^24", m=128, n=256, k=2**24)
+        for k in cuda_kernels(exp):
+            launch = check_launch(exp, k, case, buffer_names(exp))
+            assert (launch is None) == (k.name in limited), f"{name}: {k.name} at {case.name}"
+
+
+def test_matmul_fp16_awkward_sizes_are_for_the_libraries():
+    exp = experiment("matmul_fp16")
+    for name in ("1³", "17×33×65", "257×129×63"):
+        case = next(c for c in exp.edge_cases if c.name == name)
+        assert all(check_launch(exp, k, case, buffer_names(exp)) is None for k in cuda_kernels(exp)), name
+
+
+# -- inputs, hashes, discovery ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", NAMES)
 def test_inputs_are_random_and_seeded(name):
-    exp = load(FOLDERS[name])
-    case = exp.cases[0]
+    exp = experiment(name)
+    ordinary = [c for c in exp.edge_cases if c.params.get("kind") in (None, "gaussian") and elements(c) <= 1 << 20]
+    case = max(ordinary, key=elements)
     x1 = exp.inputs(case, np.random.default_rng([exp.seed, 0]))
     x2 = exp.inputs(case, np.random.default_rng([exp.seed, 0]))
     x3 = exp.inputs(case, np.random.default_rng([exp.seed, 1]))
     # The data (the largest input) is random, never zeros; workspace buffers may start at zero.
     data = max(x1, key=lambda k: x1[k].size)
-    assert np.count_nonzero(x1[data]) > 0.99 * x1[data].size, "inputs must not be zeros"
-    assert not np.array_equal(x1[data], x3[data])
+    assert np.count_nonzero(x1[data]) > 0.99 * x1[data].size, f"{name}: inputs must not be zeros"
+    assert not np.array_equal(x1[data], x3[data]), f"{name}: inputs must follow the generator"
     for k, v in x1.items():
-        assert np.array_equal(v, x2[k])
-
-
-@pytest.mark.parametrize("name", ["vec_add", "vec_add_3d", "matrix_add_2d"])
-def test_reference_is_float64_and_float32_numpy_meets_the_tolerance(name):
-    """The reference is right, and the declared tolerance is one a correct kernel can meet."""
-    exp = load(FOLDERS[name])
-    for case in exp.edge_cases:
-        x = exp.inputs(case, np.random.default_rng(3))
-        ref = exp.reference(**x)
-        assert ref["c"].dtype == np.float64
-        with np.errstate(over="ignore", invalid="ignore"):
-            assert compare(x["a"] + x["b"], ref["c"], exp.tolerance).ok, case.name
-            wrong = (x["a"] + x["b"]).ravel()
-        # One ulp off is wrong: the reference is the correctly rounded float32 sum.
-        wrong[-1] = np.nextafter(wrong[-1], np.float32(np.inf))
-        assert not compare(wrong.reshape(ref["c"].shape), ref["c"], exp.tolerance).ok
+        assert np.array_equal(v, x2[k]), f"{name}: inputs[{k!r}] differ for one seed"
 
 
 def test_source_hash_follows_kernels_and_host_code(tmp_path):
@@ -123,61 +577,57 @@ def test_broken_declaration_is_reported_by_name(tmp_path):
         load(bad)
 
 
-def test_softmax_reference_on_awkward_inputs():
-    exp = load(FOLDERS["softmax"])
-    cases = {c.name: c for c in exp.edge_cases}
-    rng = np.random.default_rng(0)
-    for name in ("64x2048 |x| ~ 1e4", "64x512 all negative", "1x1", "2x100003"):
-        x = exp.inputs(cases[name], rng)["x"]
-        y = exp.reference(x)["y"]
-        assert y.dtype == np.float64 and np.isfinite(y).all()
-        assert np.allclose(y.sum(axis=1), 1.0)
-    x = exp.inputs(cases["64x512 all negative"], rng)["x"]
-    assert (x < 0).all()
-    x = exp.inputs(cases["64x1000 with -inf"], rng)["x"]
-    y = exp.reference(x)["y"]
-    assert np.isnan(y[0]).all(), "a row of only -inf is NaN, as in PyTorch"
-    assert np.isfinite(y[1:]).all() and (y[1:][np.isneginf(x[1:])] == 0).all()
+# -- the checks catch authoring mistakes, by name ------------------------------------------------
+
+def _toy(**changes) -> Experiment:
+    exp = Experiment(title="toy", kernels=[Kernel("1_add.cu", "vec_add", lambda c: None)],
+                     cases=[Case("8", n=8)], edge_cases=[Case("1", n=1)],
+                     inputs=lambda case, rng: {"a": np.ones(case.n, np.float32), "b": np.ones(case.n, np.float32)},
+                     reference=lambda a, b: {"c": a.astype(np.float64) + b},
+                     outputs={"c": np.float32}, tolerance=Tolerance(0.0, 0.0), name="toy")
+    return dataclasses.replace(exp, **changes)
 
 
-def test_softmax_float32_numpy_meets_the_tolerance():
-    exp = load(FOLDERS["softmax"])
-    for case in exp.edge_cases:
-        x = exp.inputs(case, np.random.default_rng(1))["x"]
-        with np.errstate(invalid="ignore"):
-            e = np.exp(x - x.max(axis=1, keepdims=True))
-            y32 = e / e.sum(axis=1, keepdims=True)
-        assert compare(y32, exp.reference(x)["y"], exp.tolerance).ok, case.name
+@pytest.mark.parametrize("reference, message", [
+    (lambda x, y: {"c": x + y}, r"snippets/toy/experiment.py: reference.*TypeError.*def reference\(a, b\)"),
+    (lambda a, b: {"d": a + b}, r"toy: reference\(\) at 1 returned no \['c'\]"),
+    (lambda a, b: {"c": a + b}, "toy: reference.*float32, not float64"),
+])
+def test_a_broken_reference_fails_by_name(reference, message):
+    exp = _toy(reference=reference)
+    case = exp.edge_cases[0]
+    with pytest.raises((AssertionError, pytest.fail.Exception), match=message):
+        check_reference(exp, case, exp.inputs(case, np.random.default_rng(0)))
 
 
-def test_vec_add_extremes_cover_overflow_nan_and_subnormals():
-    exp = load(FOLDERS["vec_add"])
-    case = next(c for c in exp.edge_cases if c.params.get("kind") == "extremes")
-    x = exp.inputs(case, np.random.default_rng(0))
-    c = exp.reference(**x)["c"]
-    assert np.isnan(c).any() and np.isposinf(c).any() and np.isneginf(c).any()
-    assert c[list(zip(x["a"], x["b"])).index((np.float32(3.4e38), np.float32(3.4e38)))] == np.inf
-    assert (np.abs(c[np.isfinite(c) & (c != 0)]) < 1e-37).any()  # a subnormal sum survives
+@pytest.mark.parametrize("n, launch, message", [
+    (2**31 - 1, lambda c: Launch((1,), (256,), ("a", "b", "c", np.int32(2**31 + 1 - 2**32))), "does not hold"),
+    (2**31, lambda c: Launch((1,), (256,), ("a", "b", "c", np.int32(c.n))), "launch.. raised OverflowError"),
+    (8, lambda c: Launch((1,), (256,), ("a", "b", "c", c.n)), "NumPy scalar"),
+    (8, lambda c: Launch((1,), (256,), ("a", "b", "c", np.int64(c.n))), "int n gets a int64"),
+    (8, lambda c: Launch((1,), (256,), ("a", "b", "x", np.int32(c.n))), r"names buffers \['x'\]"),
+    (8, lambda c: Launch((1, 65536), (256,), ("a", "b", "c", np.int32(c.n))), "grid dimension y"),
+    (8, lambda c: Launch((2**31,), (256,), ("a", "b", "c", np.int32(c.n))), "grid dimension x"),
+    (8, lambda c: Launch((1,), (2048,), ("a", "b", "c", np.int32(c.n))), "block dimension x"),
+    (8, lambda c: Launch((1,), (256,), ("a", "b", "c")), "3 arguments for vec_add's 4"),
+    (8, lambda c: 1 // 0, "toy: kernel 1_add at 8: launch.. raised ZeroDivisionError"),
+])
+def test_a_broken_launch_fails_naming_kernel_and_case(n, launch, message):
+    k = Kernel("1_add.cu", "vec_add", launch)
+    with pytest.raises((AssertionError, pytest.fail.Exception), match=message):
+        check_launch(_toy(), k, Case(str(n), n=n), {"a", "b", "c"}, folder=FOLDERS["vec_add"])
 
 
-def test_broadcast_reference_and_tolerance():
-    exp = load(FOLDERS["add_broadcast"])
-    for case in exp.edge_cases + exp.cases[:1]:
-        x = exp.inputs(case, np.random.default_rng(2))
-        want = exp.reference(**x)["out"]
-        got = (x["a"] + x["b"][:, :, None]) + x["c"][:, None, None]  # float32, the kernel's order
-        assert compare(got, want, exp.tolerance).ok, case.name
-        got.ravel()[-1] += np.float32(1e-3)
-        assert not compare(got, want, exp.tolerance).ok
+def test_unsupported_must_say_why():
+    def launch(case):
+        raise Unsupported("")
+    with pytest.raises(AssertionError, match="toy: kernel 1_add at 1: Unsupported must say why"):
+        check_launch(_toy(), Kernel("1_add.cu", "vec_add", launch), Case("1", n=1), {"a", "b", "c"},
+                     folder=FOLDERS["vec_add"])
 
 
-def test_warp_primitives_reference_lane_by_lane():
-    """The NumPy reference against a plain loop over warps, partial last warps included."""
-    exp = load(FOLDERS["warp_primitives"])
-    for case in exp.edge_cases[:4]:
-        x = exp.inputs(case, np.random.default_rng(0))["x"].astype(np.float64)
-        ref = exp.reference(x.astype(np.float32))
-        starts = range(0, x.size, 32)
-        assert list(ref["sums"]) == [x[s:s + 32].sum() for s in starts]
-        assert list(ref["firsts"]) == [x[i // 32 * 32] for i in range(x.size)]
-        assert list(ref["scans"]) == [x[i // 32 * 32:i + 1].sum() for i in range(x.size)]
+def test_the_signature_parser_reads_attributes_and_qualifiers():
+    params = c_signature(FOLDERS["softmax"] / "9_cluster.cu", "softmax_cluster")
+    assert params == [("x", None), ("y", None), ("rows", "int"), ("cols", "int")]
+    params = c_signature(FOLDERS["vec_add"] / "2_add_float4.cu", "vec_add_float4")
+    assert params[-1] == ("n", "long long")

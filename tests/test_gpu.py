@@ -1,56 +1,77 @@
-"""On a GPU: every experiment verified at awkward sizes, and faults caught by name while the other
-experiments still run and earlier results stay intact. Skipped cleanly without a GPU."""
+"""On a GPU: every experiment verified at its awkward sizes, faults caught by name while the
+other experiments (and the other kernels of the same experiment) still run, earlier results
+intact, and our timer against an independent one. Skipped cleanly without a GPU.
 
-import json
+Run on the device before finishing any change to kernels, experiments or the engine:
+``pytest -m gpu`` (CONTRIBUTING.md gives the device command)."""
+
+import shutil
 import tempfile
 from pathlib import Path
 
 import numpy as np
-import shutil
-
 import pytest
 
 from labnotebook.experiments import experiment_folders, load
+from labnotebook.policy import judge
+from labnotebook.records import Provenance, Record
 from labnotebook.store import Store
 
 from conftest import FAULTS, ROOT, copy_project, run_cli
 
 pytestmark = pytest.mark.gpu
 FOLDERS = experiment_folders(ROOT / "snippets")
-# Skip the copy-ceiling measurement: these tests only verify.
-NO_CEILING = {"gbs": 1.0, "median_ms": 1.0, "bytes": 1}
-
-
 def run(folder, **kwargs):
+    """Verify (and time) an experiment in this process; no copy ceiling: these tests only verify."""
     from labnotebook.run.execute import run_experiment
 
-    return run_experiment(load(folder), folder, ROOT, NO_CEILING, log=lambda line: None, **kwargs)
+    exp = load(folder)
+    return exp, judge(exp, run_experiment(exp, folder, ROOT, None, log=lambda line: None, measure_ceiling=False,
+                                          **kwargs))
 
 
 @pytest.mark.parametrize("name", sorted(FOLDERS))
 def test_experiment_verifies_at_small_and_awkward_sizes(name):
-    exp = load(FOLDERS[name])
-    rng = np.random.default_rng(0)
-    sizes = [next(iter(exp.inputs(c, rng).values())).size for c in exp.edge_cases]
-    assert 1 in sizes and any(s % 256 and s > 256 for s in sizes), "edge cases must include awkward sizes"
-    record = run(FOLDERS[name], cases=[])
-    kernels = [r for r in record["rows"] if r["kind"] == "kernel"]
+    """Every kernel runs at every edge case its launch accepts (a kernel that needs tile
+    multiples says Unsupported at the others), verifies at one at least, and at every edge case
+    something (a kernel or a library) verified. What the engine records as unavailable on this
+    machine (a missing optional toolchain) is skipped, with its reason."""
+    exp, record = run(FOLDERS[name], cases=[], large_cases=[])
+    kernels = [r for r in record.rows if r.kind == "kernel"]
+    unavailable = [r for r in kernels if r.unavailable]
+    if unavailable and len(unavailable) == len(kernels):
+        pytest.skip(f"{name}: unavailable here: {unavailable[0].error}")
     assert len(kernels) == len(exp.kernels) * len(exp.edge_cases)
     expected = {k.name for k in exp.kernels if k.expected_failure}
-    for r in kernels:
-        assert r["status"] in ("ok", "skipped") or (r["status"] == "xfail" and r["name"] in expected), r
+    for r in record.rows:
+        assert r.status in ("ok", "skipped") or (r.status == "xfail" and r.name in expected), (r.name, r.case, r.error)
+        assert r.status != "skipped" or r.error, f"{r.name} skipped {r.case} without saying why"
     for k in exp.kernels:
-        assert any(r["status"] == "ok" for r in kernels if r["name"] == k.name), f"{k.name} never verified"
-    assert record["status"] == "ok"
+        mine = [r for r in kernels if r.name == k.name and not r.unavailable]
+        assert not mine or any(r.status in ("ok", "xfail") for r in mine), f"{k.name} never verified"
+    for case in exp.edge_cases:
+        assert any(r.status == "ok" for r in record.rows if r.case == case.name), f"nothing verified {case.name}"
+    assert record.status == "ok", record.problems
+
+
+def test_a_launch_or_library_that_raises_fails_its_row_and_the_rest_still_run():
+    exp, record = run(FAULTS / "snippets" / "launch_raises")
+    rows = {(r.name, r.case): r for r in record.rows}
+    assert rows[("1_add", "small")].status == "ok" and rows[("1_add", "small")].time
+    assert rows[("numpy", "small")].status == "ok"
+    bad = rows[("2_overflows", "small")]
+    assert bad.status == "failed" and bad.error.startswith("launch() raised OverflowError")
+    assert rows[("broken", "one")].status == "failed" and "RuntimeError: the library refused" in rows[("broken", "one")].error
+    assert record.status == "failed" and any("2_overflows @ small" in p for p in record.problems)
 
 
 def test_kernel_skipping_the_last_element_fails_verification():
-    record = run(FAULTS / "snippets" / "wrong_answer")
-    rows = {r["case"]: r for r in record["rows"]}
-    assert record["status"] == "failed"
-    assert rows["small"]["status"] == "failed" and "time" not in rows["small"]
-    assert "1 of 1000 elements wrong; worst at index [999]: got nan" in rows["small"]["error"]
-    assert "worst at index [0]" in rows["one"]["error"]
+    _, record = run(FAULTS / "snippets" / "wrong_answer")
+    rows = {r.case: r for r in record.rows}
+    assert record.status == "failed"
+    assert rows["small"].status == "failed" and rows["small"].time is None
+    assert "1 of 1000 elements wrong; worst at index [999]: got nan" in rows["small"].error
+    assert "worst at index [0]" in rows["one"].error
 
 
 @pytest.fixture
@@ -61,9 +82,9 @@ def fault_project(tmp_path):
     kernel = good / "1_skips_last.cu"
     kernel.write_text(kernel.read_text().replace("i < n - 1", "i < n"))
     # Earlier, good-looking results for the wrong-answer experiment must survive its failure.
-    Store(project / "results").write({"experiment": "wrong_answer", "gpu": gpu_name(), "status": "ok",
-                                      "source_hash": "earlier", "rows": [],
-                                      "provenance": {"date": "2026-01-01T00:00:00+00:00"}})
+    Store(project / "results").write(Record(experiment="wrong_answer", title="earlier", gpu=gpu_name(),
+                                            provenance=Provenance(gpu=gpu_name(), date="2026-01-01T00:00:00+00:00"),
+                                            rows=[], status="ok", source_hash="earlier"))
     return project
 
 
@@ -83,25 +104,32 @@ def test_faults_are_named_others_still_run_and_nothing_is_lost(fault_project):
     assert "✗ wrong_answer: 1_skips_last @ small: wrong answer" in out
     assert "✗ hang: timed out after 20 s" in out
     assert "✗ out_of_bounds:" in out
-    assert "illegal" in store.read_failure("out_of_bounds", gpu_name())["error"].lower()
-    assert "✗ host_raises: host code inputs() raised ValueError: cannot make inputs" in out
+    assert "illegal" in store.read_failure("out_of_bounds", gpu_name()).error.lower()
+    assert "✗ host_raises: 1_noop @ negative: host code inputs() raised ValueError: cannot make inputs" in out
+    assert "✗ launch_raises: 2_overflows @ small: launch() raised OverflowError" in out
     assert "✗ sneaky_read: compute-sanitizer: 1_reads_past_end: memcheck:" in out
-    assert "1 ran" in out and "6 failed" in out
+    assert "1 ran" in out and "7 failed" in out
     good = store.read("good_add", gpu_name())
-    assert good["status"] == "ok"
-    assert all(entry["errors"] == 0 for entry in good["sanitizer"]["1_skips_last"].values())
+    assert good.status == "ok"
+    assert all(v.errors == 0 for v in good.sanitizer["1_skips_last"].values())
     assert store.path("wrong_answer", gpu_name()).read_text() == earlier
-    for name in ("no_compile", "wrong_answer", "hang", "out_of_bounds", "host_raises", "sneaky_read"):
+    for name in ("no_compile", "wrong_answer", "hang", "out_of_bounds", "host_raises", "sneaky_read", "launch_raises"):
         failure = store.read_failure(name, gpu_name())
-        assert failure and failure["error"], name
-        assert str(fault_project) not in json.dumps(failure), "no machine paths in results"
+        assert failure and failure.error, name
+        assert str(fault_project) not in store.path(name, gpu_name(), failure=True).read_text(), "no machine paths"
 
     again = run_cli("--only", "good_add", root=fault_project)
     assert again.returncode == 0 and "unchanged" in again.stdout
 
 
-@pytest.mark.parametrize("name, kernel, case", [("vec_add", "1_add", "2^26"),
-                                               ("vec_add", "2_add_float4", "2^26"),
+def test_the_fast_loop_prints_one_kernel_at_one_case_and_writes_nothing(fault_project):
+    proc = run_cli("--only", "good_add", "--kernel", "1_skips_last", "--case", "small", root=fault_project)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1_skips_last" in proc.stdout and "dry run" in proc.stdout
+    assert not (fault_project / "results" / "good_add").exists()
+
+
+@pytest.mark.parametrize("name, kernel, case", [("vec_add", "2_add_float4", "2^26"),
                                                ("vec_add_3d", "2_add_3d", "512x512x512")])
 def test_engine_timing_agrees_with_triton_do_bench(name, kernel, case):
     """An independent clock on the same launch: triton.testing.do_bench's median within 5%."""
@@ -116,9 +144,9 @@ def test_engine_timing_agrees_with_triton_do_bench(name, kernel, case):
             runner.compile(Path(tmp))
         inputs = exp.inputs(case_, np.random.default_rng(0))
         buffers = {k: runner.cuda.to_device(v) for k, v in inputs.items()}
-        buffers["c"] = runner.cuda.mem_alloc(next(iter(inputs.values())).nbytes)
+        buffers.update({k: runner.cuda.mem_alloc(next(iter(inputs.values())).nbytes) for k in exp.outputs})
         go = runner._launcher(exp.kernel(kernel), exp.kernel(kernel).launch(case_), buffers)
-        ours = runner.timer.time(go)["median_ms"]
+        ours = runner.timer.time(go).median_ms
         theirs = triton_testing.do_bench(go, warmup=25, rep=200, return_mode="median")
     finally:
         runner.close()

@@ -4,7 +4,8 @@ import os
 
 import numpy as np
 
-from labnotebook.build import newly_installed
+from labnotebook.orchestrate import newly_installed
+from labnotebook.records import Check, Provenance, Record, Row
 from labnotebook.run.declare import Case, PhaseProgram, Tolerance
 from labnotebook.run.phases import measure
 from labnotebook.run.verify import compare
@@ -31,32 +32,35 @@ def run(tmp_path, bug="0"):
     def verify(out):
         pids.append(int(out["pid"][0]))
         check = compare(out["c"], (a + b).astype(np.float64), Tolerance(0, 0))
-        return {"status": "ok" if check.ok else "failed", "check": check.as_record(),
-                **({} if check.ok else {"error": check.describe("c")})}
+        return Check(**check.as_record(), atol=0, rtol=0), "ok" if check.ok else "failed"
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    base = {"case": "5", "params": {"n": 5}, "timed": True, "bytes": None, "flops": None}
     rows = measure(PhaseProgram("prog.py", cases=("5",), repeats=3), tmp_path, Case("5", n=5),
-                   {"a": a, "b": b}, tmp_path, verify, env)
+                   {"a": a, "b": b}, tmp_path, verify, env, base)
     return rows, pids
 
 
 def test_each_repeat_is_a_fresh_verified_process(tmp_path):
     rows, pids = run(tmp_path)
-    assert [r["name"] for r in rows] == ["pid", "add"]
+    assert [r.name for r in rows] == ["pid", "add"]
     assert len(set(pids)) == 3 and os.getpid() not in pids
-    assert all(r["status"] == "ok" and r["time"]["reps"] == 3 for r in rows)
+    assert all(r.status == "ok" and r.time.reps == 3 and r.kind == "phase" for r in rows)
 
 
 def test_a_wrong_answer_fails_every_phase(tmp_path):
     rows, _ = run(tmp_path, bug="1")
-    assert all(r["status"] == "failed" and "time" not in r for r in rows)
+    assert all(r.status == "failed" and r.time is None for r in rows)
 
 
 def test_a_crashing_program_is_one_failed_row(tmp_path):
     rows, _ = run(tmp_path, bug="undefined_name")
-    assert len(rows) == 1 and rows[0]["status"] == "failed" and "NameError" in rows[0]["error"]
+    assert len(rows) == 1 and rows[0].status == "failed" and "NameError" in rows[0].error
 
 
 def test_a_module_missing_then_installed_triggers_a_rerun():
-    record = {"rows": [{"missing_module": "numpy"}, {"missing_module": "no_such_module_anywhere"}]}
+    rows = [Row(kind="kernel", name=f"k{i}", case="1", params={}, status="skipped", timed=True, unavailable=True,
+                missing_module=m) for i, m in enumerate(["numpy", "no_such_module_anywhere"])]
+    record = Record(experiment="x", title="x", gpu="g", provenance=Provenance(gpu="g", date="d"), rows=rows,
+                    status="ok")
     assert newly_installed(record) == ["numpy"]

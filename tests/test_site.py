@@ -1,148 +1,270 @@
-"""Rendering from result files: a miniature site per state (fresh, stale, missing, failed), and
-the real notebook built with --strict."""
+"""The site's macros as plain functions: each result state and each edge case gives a marker and
+a warning naming the page and the macro, never an exception; comparisons take their direction
+from the data; claims the data contradicts fail. No MkDocs build here (see test_site_builds.py).
+"""
 
-import subprocess
-import sys
-from pathlib import Path
+from __future__ import annotations
+
+import datetime
+import re
+import shutil
 
 import pytest
 
-from labnotebook.experiments import source_hash
-from labnotebook.site import fmt
-from labnotebook.store import Store
+from labnotebook.records import Check, Timing
+from labnotebook.site import dashboard, fmt, frontmatter, macros, notebook, plots
+from labnotebook.site.context import Context
+from labnotebook.site.results import Results
+from site_support import H100, H200, STATES, fixture_project, record, rows
 
-from conftest import FAULTS, ROOT, copy_project
-
-GPU = "NVIDIA H100 80GB HBM3"
-
-PAGE = """---
-title: Tiny
-date: 2026-11-21
-summary: a fixture entry
----
-# Tiny
-
-{{ results_table("wrong_answer", baseline="torch") }}
-
-Median: {{ value("wrong_answer", "1_skips_last", "small") }}.
-"""
+STATE_WORDS = {"stale": "⚠ stale", "failed_headline": "⚠ failed", "failed_other": "⚠ run failed",
+               "corrupt": "⚠ unreadable results", "missing": "⚠ no results"}
 
 
-def row(name, kind="kernel", status="ok", median=0.01, **extra):
-    r = {"kind": kind, "name": name, "case": "small", "params": {"n": 1000}, "timed": True,
-         "status": status, "bytes": 12_000_000, "flops": None,
-         "check": {"max_abs_err": 0.0, "max_rel_err": 0.0, "mismatches": 0, "elements": 1000}}
-    if status == "ok":
-        r["time"] = {"median_ms": median, "q10_ms": median * 0.9, "q90_ms": median * 1.1,
-                     "min_ms": median * 0.8, "max_ms": median * 1.2, "reps": 100}
-    return {**r, **extra}
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    return fixture_project(tmp_path_factory.mktemp("states"))
 
 
-def record(source):
-    return {"experiment": "wrong_answer", "gpu": GPU, "title": "Tiny", "status": "ok",
-            "source_hash": source, "duration_s": 1.0, "problems": [], "kernels": {},
-            "ceiling": {"gbs": 3000.0, "median_ms": 0.7, "bytes": 2 << 30},
-            "provenance": {"date": "2026-11-21T05:00:00+00:00", "compute_capability": "9.0",
-                           "sm_count": 132, "driver": "580", "cuda_driver_api": "13.0",
-                           "nvcc": "13.0.88", "pycuda": "2026.1", "numpy": "2.5", "torch": None,
-                           "git_commit": "abc"},
-            "rows": [row("1_skips_last", median=0.008), row("torch", kind="baseline", median=0.01)]}
+@pytest.fixture
+def ctx(root):
+    """A fresh Context on page ``p.md`` whose warnings and infos are collected."""
+    warnings, infos = [], []
+    c = Context(Results(root), H100, [H100, H200], warn=warnings.append, info=infos.append).at("p.md")
+    c.warnings, c.infos = warnings, infos
+    return c
 
 
-def build(tmp_path: Path, state: str, strict: bool):
-    """Build a one-page site whose results are in the given state; return (process, page html)."""
-    project = copy_project(tmp_path, [FAULTS / "snippets" / "wrong_answer"])
-    config = (ROOT / "mkdocs.yml").read_text().split("\nnav:")[0]
-    (project / "mkdocs.yml").write_text(config + "\nnav:\n  - tiny.md\n")
-    (project / "docs").mkdir()
-    (project / "docs" / "tiny.md").write_text(PAGE)
-    store = Store(project / "results")
-    current = source_hash(project / "snippets" / "wrong_answer")
-    if state == "fresh":
-        store.write(record(current))
-    elif state == "stale":
-        store.write(record("0000000000000000"))
-    elif state == "corrupt":
-        store.write(record(current))
-        store.path("wrong_answer", GPU).write_text('{"format": "labnotebook-results/1", "rows": [')
-    elif state == "failed":
-        store.write(record("0000000000000000"))
-        failed = record(current)
-        failed["rows"][0] = row("1_skips_last", status="failed",
-                                error="wrong answer: c: 1 of 1000 elements wrong; worst at index [999]: "
-                                      "got nan, want <1.5>")
-        store.write_failure("wrong_answer", GPU, {**failed, "error": failed["rows"][0]["error"],
-                                                  "failed_at": "2026-11-21T06:00:00+00:00"})
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", *(["--strict"] if strict else []),
-                           "-f", str(project / "mkdocs.yml"), "-d", str(project / "site")],
-                          capture_output=True, text=True)
-    page = project / "site" / "tiny" / "index.html"
-    return proc, page.read_text() if page.exists() else ""
-
-
-def test_fresh_results_render_numbers_and_pass_strict(tmp_path):
-    proc, html = build(tmp_path, "fresh", strict=True)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "Median: 8.00 µs." in html
-    assert "1.25×" in html  # speed-up over torch: 0.010 / 0.008
-    assert "7.20–8.80 µs" in html  # the spread: 10th to 90th percentile
-    assert "1,500 GB/s" in html and "50.0%" in html
-    assert "Measured on NVIDIA H100 80GB HBM3" in html and "(fresh)" in html
-
-
-@pytest.mark.parametrize("state, box, words", [
-    ("stale", "Stale results", "results are stale"),
-    ("missing", "Missing results", "has no results"),
-    ("failed", "Last run failed", "the last run failed"),
-    ("corrupt", "Missing results", "is corrupt"),
-])
-def test_untrustworthy_results_are_shown_and_fail_strict(tmp_path, state, box, words):
-    proc, _ = build(tmp_path / "strict", state, strict=True)
-    assert proc.returncode != 0
-    assert words in proc.stderr
-    proc, html = build(tmp_path / "lax", state, strict=False)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert box in html
-
-
-def test_failed_row_shows_the_reason_not_a_number(tmp_path):
-    _, html = build(tmp_path, "failed", strict=False)
-    assert "✗ failed: wrong answer: c: 1 of 1000 elements wrong" in html
-    assert "&lt;1.5&gt;" in html  # captured text is escaped, never raw HTML
-    assert "Median: <span class=\"nb-problem\"" in html
-
-
-def test_a_page_naming_a_result_that_does_not_exist_fails_strict(tmp_path):
-    project = tmp_path / "p"
-    proc, _ = build(project, "fresh", strict=True)
-    assert proc.returncode == 0
-    page = project / "docs" / "tiny.md"
-    page.write_text(PAGE.replace('"small"', '"huge"'))
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f",
-                           str(project / "mkdocs.yml"), "-d", str(project / "site")],
-                          capture_output=True, text=True)
-    assert proc.returncode != 0 and "no result for '1_skips_last' at case 'huge'" in proc.stderr
-
-
-def test_real_notebook_builds_strict(built_site):
-    for page in ("index.html", "vec_add/index.html", "vec_add_3d/index.html"):
-        assert (built_site / page).exists()
-    html = (built_site / "vec_add" / "index.html").read_text()
-    assert "<svg" in html and "GB/s" in html and "Measured on NVIDIA H100 80GB HBM3" in html
-    assert "nb-problem" not in html and "Stale results" not in html
-    assert "extern" in html and "vec_add_float4" in html  # the kernels themselves, embedded
-
-
-def test_index_lists_entries_oldest_first(built_site):
-    html = (built_site / "index.html").read_text()
-    assert html.index("Vector add: is the GPU faster?") < html.index("Vector add in 3D")
-
+# -- formatting ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("ms, text", [(0.0528, "52.8 µs"), (5.6, "5.60 ms"), (1234.0, "1.23 s")])
-def test_duration_format(ms, text):
+def test_duration(ms, text):
     assert fmt.duration(ms) == text
 
 
-def test_rate_and_ratio_format():
+def test_rates_and_percentages():
     assert fmt.rate(2858.4, "GB/s") == "2,858 GB/s" and fmt.rate(17.01, "GB/s") == "17.0 GB/s"
-    assert fmt.times(106.2) == "106×" and fmt.percent(91.94) == "91.9%"
+    assert fmt.percent(91.94) == "91.9%" and fmt.percent(101.2) == "101%"
+
+
+@pytest.mark.parametrize("ratio, words", [
+    (1.25, "1.25× faster than `b`"), (0.8, "1.25× slower than `b`"), (0.00393, "254× slower than `b`"),
+    (1.004, "as fast as `b`"), (0.997, "as fast as `b`"),
+])
+def test_speed_words_take_their_direction_from_the_ratio(ratio, words):
+    assert fmt.speed_words(ratio, "`b`") == words
+    assert "0." not in fmt.speed_words(ratio)  # never a ratio below 1
+
+
+def test_powers_become_superscripts():
+    assert fmt.superscripts("summing 2^28 floats, 2^{24} rows") == "summing 2²⁸ floats, 2²⁴ rows"
+
+
+def test_error_cell_shows_how_close_a_row_came_to_failing():
+    check = Check(max_abs_err=3e-6, max_rel_err=1.1e6, mismatches=0, elements=1000, atol=1e-5, rtol=1e-5,
+                  bound_ratio=0.3)
+    cell = fmt.error(check)
+    assert ">30% of bound<" in cell
+    assert "max rel error 1.10e+06" in cell and "atol 1.0e-05 + rtol 1.0e-05" in cell  # one hover away
+    old = Check(3e-6, 1.1e6, 0, 1000, 1e-5, 1e-5, None)  # format 1: the ratio was not recoverable
+    assert ">abs 3.0e-06, rel 1.1e+06<" in fmt.error(old)
+
+
+# -- every state, every macro: a marker and a warning, never an exception -------------------------
+
+@pytest.mark.parametrize("state", [s for s in STATES if s != "fresh"])
+def test_each_state_marks_inline_and_block_macros_and_warns(ctx, state):
+    figure = macros.value(ctx, state, "1_copy", "2^20")
+    assert STATE_WORDS[state] in figure
+    table = macros.results_table(ctx, state, baseline="torch")
+    assert "nb-problem" in table or "!!! " in table
+    assert ctx.warnings and all(w.startswith("p.md: ") for w in ctx.warnings)
+    assert any(f'value("{state}", "1_copy", "2^20")' in w for w in ctx.warnings)  # the page and the macro
+
+
+def test_fresh_results_give_numbers_and_no_warning(ctx):
+    assert macros.value(ctx, "fresh", "1_copy", "2^20") == "8.00 µs"
+    assert macros.value(ctx, "fresh", "1_copy", "2^20", "throughput") == "1,049 GB/s"
+    assert macros.compare(ctx, "fresh", "2^20", "1_copy", "torch") == "1.25× faster than `torch`"
+    assert macros.compare(ctx, "fresh", "2^20", "torch", "1_copy", than="ours") == "1.25× slower than ours"
+    assert "Measured on NVIDIA H100 80GB HBM3" in macros.results_table(ctx, "fresh", baseline="torch")
+    assert ctx.warnings == []
+
+
+def test_a_failed_row_in_a_table_is_marked_even_when_the_page_asks_for_another(ctx):
+    table = macros.results_table(ctx, "failed_other", cases=["small"])
+    assert "✗ failed: wrong answer" in table and "&lt;1.5&gt;" in table  # captured text escaped
+    assert any("failed_other/torch at small" in w for w in ctx.warnings)
+
+
+@pytest.mark.parametrize("call, word", [
+    (lambda c: macros.value(c, "fresh", "1_copy", "one"), "not timed"),  # an edge case: verified only
+    (lambda c: macros.compare(c, "fresh", "one", "1_copy", "torch"), "not timed"),
+    (lambda c: macros.value(c, "fresh", "1_copy", "huge"), "no such result"),
+    (lambda c: macros.value(c, "fresh", "1_copy", "2^20", "no such figure"), "macro error"),
+    (lambda c: macros.value(c, "nonexistent", "1_copy", "2^20"), "no such result"),
+])
+def test_edge_cases_are_markers_not_exceptions(ctx, call, word):
+    assert f"⚠ {word}" in call(ctx)
+    assert len(ctx.warnings) == 1
+
+
+def test_a_figure_a_row_does_not_have_is_a_marker(ctx):
+    copy = next(r for r in rows() if r.name == "torch" and r.case == "2^20")
+    copy.kind, copy.name = "transfer", "h2d"  # copies to the host have no share of the device copy bandwidth
+    ctx.view("fresh").stored.record.rows.append(copy)
+    assert "⚠ no such result" in macros.value(ctx, "fresh", "h2d", "2^20", "pct_ceiling")
+    assert macros.value(ctx, "fresh", "h2d", "2^20", "throughput") == "839 GB/s"
+
+
+def test_a_bug_in_a_macro_marks_its_spot(ctx, monkeypatch):
+    monkeypatch.setattr(macros.tables, "kernel_report", lambda view: 1 / 0)
+    assert "Macro error" in macros.kernel_report(ctx, "fresh")
+    assert "ZeroDivisionError" in ctx.warnings[0]
+
+
+# -- claims -----------------------------------------------------------------------------------------
+
+def claim(ctx, *args, body="the sentence.", **kwargs):
+    return macros.claim(ctx, *args, caller=lambda: body, **kwargs)
+
+
+def test_a_claim_that_holds_keeps_its_sentence_and_shows_its_figures_on_hover(ctx):
+    out = claim(ctx, "fresh", "1_copy", "faster", "torch")
+    assert out.startswith("the sentence.<span class=\"nb-claim\"")
+    assert "8.00 µs against" in out and ctx.warnings == []
+
+
+@pytest.mark.parametrize("args, kwargs", [
+    (("fresh", "1_copy", "slower", "torch"), {}),
+    (("fresh", "1_copy", "within 10%", "torch"), {"case": "2^20"}),
+    (("fresh", "fastest", "one of", ["nothing"]), {"case": "small", "among": ["1_copy", "torch"]}),
+])
+def test_a_claim_the_data_contradicts_says_so_and_warns_with_the_figures(ctx, args, kwargs):
+    out = claim(ctx, *args, **kwargs)
+    assert "✗ contradicted by the results" in out and out.startswith("the sentence.")
+    assert len(ctx.warnings) == 1 and "p.md: claim(" in ctx.warnings[0] and "µs" in ctx.warnings[0]
+
+
+def test_a_claim_with_nothing_to_check_is_not_a_tick(ctx):
+    out = claim(ctx, "fresh", "1_cpoy", "faster", "torch")  # misspelt: no case where both ran
+    assert "✓" not in out and "⚠" in out and "no case where" in ctx.warnings[0]
+
+
+def test_faster_holds_only_where_the_page_would_say_faster(ctx):
+    from labnotebook.site import claims
+
+    class Fixed:
+        def __init__(self, ms):
+            self.ms = ms
+
+        def speed(self, by):
+            return 1 / self.ms
+
+        def describe(self):
+            return "x"
+
+        def figure(self, by):
+            return f"{self.ms} ms"
+    assert claims.holds("faster", Fixed(1.0), Fixed(1.2), "time")[0]
+    assert not claims.holds("faster", Fixed(1.0), Fixed(1.001), "time")[0]  # "as fast as", not faster
+    assert not claims.holds("slower", Fixed(1.001), Fixed(1.0), "time")[0]
+
+
+def test_a_misspelt_baseline_in_a_table_is_marked_not_a_dash(ctx):
+    macros.results_table(ctx, "fresh", baseline="trohc")
+    assert any("no 'trohc'" in w for w in ctx.warnings)
+
+
+def test_claims_across_gpus_and_cases(ctx):
+    assert "✓" in claim(ctx, "fresh", "1_copy", "within 1%", "1_copy", case="2^20", gpu_b=H200)
+    assert "contradicted" in claim(ctx, "fresh", "1_copy", "faster", "1_copy", case="small", case_b="2^20")
+    assert "contradicted" not in claim(ctx, "fresh", "1_copy", "within 1%", "1_copy", case="small", case_b="2^20")
+
+
+def test_problems_on_a_draft_page_are_only_information(ctx):
+    ctx.at("p.md", draft=True)
+    assert "no results yet" in macros.value(ctx, "missing", "1_copy", "2^20")
+    assert "No results yet" in macros.entry_results(ctx, "missing")
+    assert "python build_results.py --only missing" in macros.entry_results(ctx, "missing")
+    assert ctx.warnings == [] and ctx.infos
+
+
+# -- the dashboard ------------------------------------------------------------------------------------
+
+def test_dashboard_has_a_row_per_declared_row_and_a_marker_in_every_untrustworthy_cell(ctx):
+    lines = {(line.experiment, line.name): line for line in dashboard.lines(ctx)}
+    assert set(lines) == {(s, n) for s in STATES for n in ("1_copy", "torch")}
+    for state, word in STATE_WORDS.items():
+        figure, _ = lines[(state, "1_copy" if state != "failed_other" else "torch")].cells[H100]
+        assert word in figure, state
+        assert "⚠" not in lines[(state, "1_copy")].cells[H200][0]  # fresh there
+    assert lines[("fresh", "1_copy")].cells[H100] == ("1,049 GB/s (35.0%)", "1.25× faster than `torch`")
+    warned = " ".join(ctx.warnings)
+    assert all(state in warned for state in STATE_WORDS)
+
+
+# -- charts say what they plot ---------------------------------------------------------------------
+
+def test_a_chart_title_names_a_size_only_when_every_plotted_case_has_it(ctx):
+    view = ctx.view("fresh")
+    mixed = plots.bandwidth_sweep(view, ["1_copy", "torch", "absent"], "n", None, ctx.note)
+    assert "per case" not in mixed and ">absent<" not in mixed  # a legend lists what has points
+    one = plots.bandwidth_sweep(view, ["1_copy"], "n", ["2^20"], ctx.note)
+    assert "8 MiB read + written per case" in one
+    assert re.search(r'<svg style="min-width: \d+px"', one)  # legible on a phone: it scrolls
+
+
+# -- front matter and the contents -----------------------------------------------------------------------
+
+ENTRY = {"title": "T", "date": datetime.date(2026, 11, 21), "topic": "Memory", "summary": "s"}
+
+
+@pytest.mark.parametrize("meta, words", [
+    ({k: v for k, v in ENTRY.items() if k != "topic"}, "docs/x.md: front matter has no 'topic'; add `topic:"),
+    ({**ENTRY, "sumary": "s"}, "front matter key 'sumary' is not one the notebook reads"),
+    ({**ENTRY, "date": "21 November"}, "front matter 'date' must be YYYY-MM-DD"),
+    ({**ENTRY, "draft": "yes"}, "front matter 'draft' must be true while"),
+])
+def test_front_matter_errors_are_one_line_naming_page_key_and_fix(meta, words):
+    with pytest.raises(frontmatter.FrontMatterError) as e:
+        frontmatter.check("docs/x.md", meta, entry=True)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_pages_outside_entries_need_only_a_title():
+    frontmatter.check("docs/index.md", {"title": "Contents", "hide": ["toc"]}, entry=False)
+
+
+def test_contents_lists_entries_by_topic_oldest_first_and_marks_drafts():
+    pages = [frontmatter.Page(f"{n}.md", {**ENTRY, "title": n, "date": datetime.date(2026, 11, d)}, True)
+             for n, d in (("b", 22), ("a", 21))]
+    pages.append(frontmatter.Page("c.md", {**ENTRY, "title": "2^28", "draft": True}, True))
+    text = frontmatter.contents(pages)
+    listed = text[text.index("### Memory"):]
+    assert listed.index("[a](a.md)") < listed.index("[b](b.md)")
+    assert "[2²⁸](c.md) *(draft)*" in text
+    assert text.startswith('!!! tip "Latest entry"\n    **2026-11-22** · [b]')  # not the draft
+
+
+# -- the notebook's cache key ---------------------------------------------------------------------------
+
+def test_the_notebook_reruns_only_when_its_inputs_change(root, tmp_path):
+    nb = root / "docs" / "nb.ipynb"
+    nb.write_text("{}")
+    key = notebook.key(nb, root)
+    assert notebook.key(nb, root) == key
+    copy = tmp_path / "copy"
+    shutil.copytree(root / "results", copy / "results")
+    (copy / "docs").mkdir()
+    shutil.copyfile(nb, copy / "docs" / "nb.ipynb")
+    (copy / "snippets").symlink_to(root / "snippets")
+    assert notebook.key(copy / "docs" / "nb.ipynb", copy) == key  # the same inputs elsewhere
+    record_ = record("fresh", H100, "x", rows(kernel_ms=0.009))
+    from labnotebook.store import Store
+    Store(copy / "results").write(record_)
+    assert notebook.key(copy / "docs" / "nb.ipynb", copy) != key  # new results: run it again
+
+
+def test_timing_spread_is_in_the_medians_unit():
+    assert fmt.spread(Timing(0.05, 0.045, 0.055, 0.04, 0.06, 10)) == "45.0–55.0 µs"

@@ -11,15 +11,20 @@ import time
 import pytest
 
 from labnotebook.errors import ResultsError
-from labnotebook.store import FORMAT, Store, gpu_slug, read_json, write_json
+from labnotebook.records import FORMAT, Check, Provenance, Record, Row
+from labnotebook.store import Store, gpu_slug, read_json, read_record, write_json
 
 GPU = "NVIDIA H100 80GB HBM3"
 
 
 def record(**extra):
-    return {"experiment": "demo", "gpu": GPU, "status": "ok", "source_hash": "abc",
-            "provenance": {"date": "2026-11-21T00:00:00+00:00"},
-            "rows": [{"name": "k", "case": "1", "check": {"max_abs_err": math.inf}}], **extra}
+    check = Check(max_abs_err=math.inf, max_rel_err=math.inf, mismatches=1, elements=1, atol=0, rtol=0,
+                  bound_ratio=math.inf)
+    fields = {"experiment": "demo", "title": "Demo", "gpu": GPU, "status": "ok", "source_hash": "abc",
+              "provenance": Provenance(gpu=GPU, date="2026-11-21T00:00:00+00:00"),
+              "rows": [Row(kind="kernel", name="k", case="1", params={}, status="failed", timed=False,
+                           check=check)]}
+    return Record(**{**fields, **extra})
 
 
 def test_gpu_slug():
@@ -32,9 +37,8 @@ def test_round_trip_keeps_non_finite_numbers(tmp_path):
     path = store.write(record())
     assert path == tmp_path / "demo" / "nvidia-h100-80gb-hbm3.json"
     back = store.read("demo", GPU)
-    assert back["rows"][0]["check"]["max_abs_err"] == math.inf
-    assert back["format"] == FORMAT
-    json.loads(path.read_text())  # strict JSON: no bare Infinity or NaN
+    assert back.rows[0].check.max_abs_err == math.inf and back == record()
+    assert json.loads(path.read_text())["format"] == FORMAT  # strict JSON: no bare Infinity or NaN
 
 
 def test_files_are_sorted_and_diffable(tmp_path):
@@ -47,7 +51,7 @@ def test_files_are_sorted_and_diffable(tmp_path):
 def test_results_keyed_by_gpu_live_side_by_side(tmp_path):
     store = Store(tmp_path)
     store.write(record())
-    store.write({**record(), "gpu": "NVIDIA H200"})
+    store.write(record(gpu="NVIDIA H200"))
     assert store.gpus("demo") == ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
 
 
@@ -94,19 +98,31 @@ def test_foreign_format_is_refused_with_a_fix(tmp_path):
     p = tmp_path / "x.json"
     p.write_text(json.dumps({"format": "asv/2", "rows": []}))
     with pytest.raises(ResultsError, match="format 'asv/2'.*--force"):
-        read_json(p)
+        read_record(p)
     p.write_text("[1, 2]")
     with pytest.raises(ResultsError, match="format 'list'"):
-        read_json(p)
+        read_record(p)
+    p.write_text(json.dumps({"format": "labnotebook-results/99"}))
+    with pytest.raises(ResultsError, match="newer than this notebook"):
+        read_record(p)
+
+
+def test_a_record_with_an_unknown_field_is_refused(tmp_path):
+    """A typo in a field name is an error, not a silently ignored value."""
+    data = record().to_json()
+    data["rows"][0]["median"] = 1.0
+    write_json(tmp_path / "x.json", data)
+    with pytest.raises(ResultsError, match="no field.*median"):
+        read_record(tmp_path / "x.json")
 
 
 def test_failure_record_keeps_last_good_results_and_is_cleared_by_success(tmp_path):
     store = Store(tmp_path)
     good = store.write(record())
     before = good.read_text()
-    store.write_failure("demo", GPU, {"error": "nvcc failed", "source_hash": "def"})
+    store.write_failure(record(status="failed", error="nvcc failed", source_hash="def"))
     assert good.read_text() == before
-    assert store.read_failure("demo", GPU)["error"] == "nvcc failed"
+    assert store.read_failure("demo", GPU).error == "nvcc failed"
     assert store.gpus("demo") == [GPU]  # the failure file is not a second GPU
     store.write(record(source_hash="def"))
     assert store.read_failure("demo", GPU) is None

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from labnotebook.run.declare import Tolerance
+from labnotebook.run.declare import Case, Tolerance, tolerance_at
 from labnotebook.run.verify import compare
 
 EXACT = Tolerance(atol=0.0, rtol=2.0**-24)
@@ -55,3 +55,62 @@ def test_tolerance_bound_is_inclusive_and_relative():
 def test_shape_mismatch_is_an_error_not_a_broadcast():
     with pytest.raises(ValueError, match="shape"):
         compare(np.zeros(4), np.zeros((4, 1)), EXACT)
+
+
+def test_bound_ratio_says_how_close_a_row_came_to_failing():
+    want = np.array([1.0, 2.0, 4.0])
+    tol = Tolerance(atol=0.5, rtol=0.0)
+    assert compare(want.astype(np.float32), want, tol).bound_ratio == 0.0
+    assert compare(np.array([1.25, 2.0, 4.0]), want, tol).bound_ratio == pytest.approx(0.5)
+    failed = compare(np.array([1.0, 2.0, 5.0]), want, tol)
+    assert not failed.ok and failed.bound_ratio == pytest.approx(2.0)
+    assert compare(np.array([1.0, np.nan, 4.0]), want, tol).bound_ratio == np.inf
+    assert compare(np.array([1.0, 2.5, 4.0]), want, Tolerance(0, 0)).bound_ratio == np.inf
+
+
+def test_large_outputs_are_compared_in_slices_and_the_worst_found_anywhere(monkeypatch):
+    monkeypatch.setattr("labnotebook.run.verify.SLICE", 1000)
+    rng = np.random.default_rng(2)
+    want = rng.standard_normal((70, 101))
+    got = want.astype(np.float32)
+    got[3, 4] += 1e-3  # wrong, but less wrong than ...
+    got[66, 100] = np.nan  # ... a NaN in the last slice
+    check = compare(got, want, EXACT)
+    assert check.mismatches == 2 and check.elements == 70 * 101
+    assert check.worst_index == (66, 100) and np.isnan(check.worst_got)
+
+
+def test_a_rowwise_reference_is_computed_slice_by_slice(monkeypatch):
+    from labnotebook.run.verify import compare_rowwise
+
+    monkeypatch.setattr("labnotebook.run.verify.SLICE", 64)
+    x = np.random.default_rng(3).standard_normal((50, 10)).astype(np.float32)
+    calls = []
+
+    def reference(x):
+        calls.append(x.shape[0])
+        return {"y": x.astype(np.float64) * 2}
+
+    got = x * 2
+    got[41, 7] = 0.0
+    checks = compare_rowwise({"y": got}, {"x": x}, reference, EXACT)
+    assert max(calls) <= 6 and sum(calls) == 50, "never the whole reference at once"
+    assert checks["y"].mismatches == 1 and checks["y"].worst_index == (41, 7)
+
+
+def test_a_rowwise_reference_kept_whole_equals_the_one_computed_at_once(monkeypatch):
+    from labnotebook.run.verify import reference_in_slices
+
+    monkeypatch.setattr("labnotebook.run.verify.SLICE", 64)
+    x = np.random.default_rng(4).standard_normal((50, 10)).astype(np.float32)
+    whole = reference_in_slices({"x": x}, lambda x: {"y": x.astype(np.float64) * 2}, {"y": (50, 10)})
+    assert np.array_equal(whole["y"], x.astype(np.float64) * 2)
+
+
+def test_a_tolerance_may_depend_on_the_case_and_must_be_one():
+    fp16, bf16 = Tolerance(2e-3, 2e-3), Tolerance(1.6e-2, 1.6e-2)
+    by_type = {"fp16": fp16, "bf16": bf16}
+    assert tolerance_at(lambda case: by_type[case.dtype], Case("x", dtype="bf16")) == bf16
+    assert tolerance_at(fp16, Case("x", dtype="bf16")) == fp16
+    with pytest.raises(TypeError, match="must be a Tolerance"):
+        tolerance_at(lambda case: None, Case("x"))

@@ -6,15 +6,21 @@ file and line, and so that the CPU-only tests compile exactly what the GPU run c
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CompileError
 
 NVCC_FLAGS = ("-std=c++17", "-O3", "-lineinfo", "-Xptxas=-v")
+# Device code shared by experiments (tensor_core.cuh): on every kernel's include path.
+SHARED_HEADERS = Path(__file__).with_name("include")
 
 _FUNCTION = re.compile(r"Compiling entry function '(\w+)'")
 _STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
@@ -29,9 +35,14 @@ class Compiled:
     resources: dict[str, dict[str, int]]
 
 
+def cuda_tool(name: str) -> str | None:
+    """A CUDA toolkit command (nvcc, compute-sanitizer, ncu): on PATH, else the toolkit's bin/."""
+    fallback = Path("/usr/local/cuda/bin") / name
+    return shutil.which(name) or (str(fallback) if fallback.exists() else None)
+
+
 def nvcc_path() -> str | None:
-    return shutil.which("nvcc") or (
-        "/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
+    return cuda_tool("nvcc")
 
 
 def parse_ptxas(report: str) -> dict[str, dict[str, int]]:
@@ -52,22 +63,46 @@ def parse_ptxas(report: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def compile_cubin(source: Path, out_dir: Path, arch: str = "sm_90",
-                  options: tuple[str, ...] = (), root: Path | None = None) -> Compiled:
+def _cache_key(source: Path, arch: str, options: tuple[str, ...], nvcc: str) -> str:
+    """Everything that decides the cubin: nvcc itself, the flags, the file and the headers it may include."""
+    h = hashlib.sha256("\0".join([nvcc, str(Path(nvcc).stat().st_mtime_ns), arch, *NVCC_FLAGS, *options]).encode())
+    headers = [p for folder in (source.parent, SHARED_HEADERS) for ext in ("*.cuh", "*.h") for p in sorted(folder.glob(ext))]
+    for p in [source, *headers]:
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:24]
+
+
+def compile_cubin(source: Path, out_dir: Path, arch: str = "sm_90", options: tuple[str, ...] = (),
+                  root: Path | None = None, cache: Path | None = None) -> Compiled:
     """Compile ``source`` to ``out_dir/<stem>.cubin``. Raises CompileError with nvcc's message,
-    paths shown relative to ``root`` so that no machine path reaches a user or a results file."""
+    paths shown relative to ``root`` so that no machine path reaches a user or a results file.
+    With ``cache`` (a folder shared by one build's workers), a file compiled once with the same
+    nvcc, flags and headers is not compiled again."""
     nvcc = nvcc_path()
     if nvcc is None:
         raise CompileError(f"{source.name}: nvcc not found (install the CUDA toolkit or put nvcc on PATH)")
     out_dir.mkdir(parents=True, exist_ok=True)
     cubin = out_dir / f"{source.stem}.cubin"
+    key = _cache_key(source, arch, options, nvcc) if cache else None
+    if key and (cache / f"{key}.json").exists():
+        shutil.copyfile(cache / f"{key}.cubin", cubin)
+        return Compiled(cubin=cubin, resources=json.loads((cache / f"{key}.json").read_text()))
     cmd = [nvcc, "-cubin", f"-arch={arch}", *NVCC_FLAGS, *options,
-           "-I", str(source.parent), "-o", str(cubin), str(source)]
+           "-I", str(source.parent), "-I", str(SHARED_HEADERS), "-o", str(cubin), str(source)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     report = proc.stdout + proc.stderr
     if root is not None:
         report = report.replace(str(root.resolve()) + "/", "").replace(str(root) + "/", "")
     if proc.returncode != 0:
-        errors = [ln for ln in report.splitlines() if "error" in ln] or report.splitlines()[-3:]
+        errors = ([ln for ln in report.splitlines() if "error" in ln] or report.splitlines()[-3:]
+                  or [f"{source.name}: exit status {proc.returncode}, no output (killed?)"])
         raise CompileError(f"nvcc failed: {errors[0].strip()}", detail=report.strip())
-    return Compiled(cubin=cubin, resources=parse_ptxas(report))
+    compiled = Compiled(cubin=cubin, resources=parse_ptxas(report))
+    if key:  # the cubin first, the report last: a reader that sees the report finds the cubin
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = cache / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+        shutil.copyfile(cubin, tmp)
+        tmp.replace(cache / f"{key}.cubin")
+        tmp.write_text(json.dumps(compiled.resources))
+        tmp.replace(cache / f"{key}.json")
+    return compiled

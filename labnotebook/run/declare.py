@@ -9,7 +9,7 @@ Nothing here touches a GPU.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 import numpy as np
 
@@ -45,8 +45,15 @@ def sizes(*ns: int, param: str = "n") -> list[Case]:
 
 
 class Unsupported(Exception):
-    """Raised by a ``launch`` function for a case the kernel does not handle (say, a size that is
-    not a multiple of its tile); the message says what it needs. The case is recorded as skipped."""
+    """Raised by a ``launch`` or ``prepare`` function for a case the kernel does not handle (say,
+    a size that is not a multiple of its tile, or past its 32-bit indices); the message says what
+    it needs. The case is recorded as skipped, with that reason."""
+
+
+class Unavailable(Unsupported):
+    """Raised where this machine cannot run the kernel at all (a toolchain that is missing or
+    fails, a GPU feature it lacks), rather than this one case. Recorded as skipped and marked
+    unavailable: the GPU tests skip it instead of failing."""
 
 
 @dataclass(frozen=True)
@@ -69,9 +76,26 @@ class Tolerance:
     rtol: float
 
 
+# One tolerance for every case, or a function of the case where the precision differs between
+# cases (the fp16 and bf16 cases of one experiment, say).
+Tolerances = Tolerance | Callable[[Case], Tolerance]
+
+
+def tolerance_at(tolerance: Tolerances, case: Case) -> Tolerance:
+    found = tolerance(case) if callable(tolerance) else tolerance
+    if not isinstance(found, Tolerance):
+        raise TypeError(f"a tolerance must be a Tolerance, or a function of the case returning one; got {found!r}")
+    return found
+
+
 @dataclass(frozen=True)
 class Kernel:
-    """One rung of a ladder: a ``.cu`` file, the ``extern "C"`` function in it, and how to launch it."""
+    """One rung of a ladder: a ``.cu`` file, the ``extern "C"`` function in it, and how to launch it.
+
+    ``launch(case)`` returns the ``Launch`` for a case, or raises ``Unsupported`` (with the
+    reason) for a case the kernel does not handle; the row is then recorded as skipped. Anything
+    else it raises is recorded as this kernel's failure at that case, and the rest still runs.
+    """
 
     source: str
     function: str
@@ -80,32 +104,40 @@ class Kernel:
     expected_failure: str | None = None
     nvcc_options: tuple[str, ...] = ()
     # Its own tolerance where its precision differs from the experiment's (fp16 output, say).
-    tolerance: Tolerance | None = None
-    # Run only at these case names (a slow rung left out of the largest size); None: all.
-    cases: tuple[str, ...] | None = None
+    tolerance: Tolerances | None = None
+    # Timed only at these case names (a slow rung left out of the largest sizes); None: every
+    # timed case. Edge and large cases run regardless, unless ``launch`` says Unsupported.
+    timed_cases: tuple[str, ...] | None = None
 
     @property
     def name(self) -> str:
         return self.source.rsplit(".", 1)[0]
 
 
+# Prepares one run of a Python-DSL kernel or a baseline: ``prepare(case, inputs, outputs)``
+# gets the case's inputs and its (poisoned) output buffers as arrays of the runnable's library
+# and returns a callable that runs the operation once, writing the outputs in place. Where a
+# library has no in-place form, the callable may instead return ``{output: array}``, which is
+# then verified as it is. ``prepare`` may raise ``Unsupported`` to skip a case.
+Prepare = Callable[[Case, Mapping[str, Any], Mapping[str, Any]], Callable[[], Mapping[str, Any] | None]]
+
+
 @dataclass(frozen=True)
 class PythonKernel:
     """A rung written in a Python DSL (Triton, cuTile) instead of CUDA C++.
 
-    ``source`` is a ``.py`` file beside ``experiment.py``; its function ``function(case, inputs,
-    outputs)`` receives the inputs and the (poisoned) outputs as torch tensors on the GPU and
-    returns a callable that launches the kernel once. The engine verifies and times it like a
-    CUDA kernel. It may raise ``Unsupported`` (at preparation or at its first launch) when this
-    GPU or toolchain cannot run it; the case is then recorded as skipped, with the reason.
-    ``requires`` names Python modules that must import, else every case is skipped.
+    ``source`` is a ``.py`` file beside ``experiment.py`` whose function ``function`` is a
+    ``Prepare`` on torch tensors on the GPU. The engine verifies and times it like a CUDA
+    kernel. ``requires`` names Python modules that must import, else every case is skipped;
+    it may also raise ``Unsupported`` (at preparation or its first launch) when this GPU or
+    toolchain cannot run it.
     """
 
     source: str
     function: str = "prepare"
     requires: tuple[str, ...] = ("torch",)
-    tolerance: Tolerance | None = None
-    cases: tuple[str, ...] | None = None
+    tolerance: Tolerances | None = None
+    timed_cases: tuple[str, ...] | None = None
     expected_failure: str | None = None
 
     @property
@@ -130,40 +162,72 @@ class PhaseProgram:
 
 @dataclass(frozen=True)
 class Baseline:
-    """Something to compare the kernels with, run on the same inputs in the same run.
+    """Something to compare the kernels with (a library, the CPU), run on the same inputs in
+    the same run, verified and timed like a kernel.
 
-    ``prepare(case, inputs)`` does any setup (copies to the device, say) and returns a function
-    that runs the operation once and returns its outputs (NumPy arrays, or anything with
-    ``.cpu().numpy()`` such as torch tensors), which are verified like a kernel's. ``device`` says
-    how it is timed: ``"gpu"`` with CUDA events on the default stream, ``"cpu"`` with the host clock. ``requires`` names Python modules
-    that must import; when one does not, the baseline is recorded as skipped with the reason.
+    ``prepare`` is a ``Prepare``: it gets the inputs and the poisoned outputs as ``arrays``:
+    ``"torch"`` tensors on the GPU, ``"pycuda"`` GPUArrays (for cuBLAS through ctypes), or
+    ``"numpy"`` arrays on the host (the default for ``device="cpu"``). ``device`` says how it is
+    timed: ``"gpu"`` with CUDA events on the default stream, ``"cpu"`` with the host clock.
     """
 
     name: str
-    prepare: Callable[[Case, Mapping[str, np.ndarray]], Callable[[], Mapping[str, Any]]]
-    device: str = "gpu"
+    prepare: Prepare
+    device: Literal["gpu", "cpu"] = "gpu"
+    arrays: Literal["torch", "pycuda", "numpy"] | None = None  # None: torch on the GPU, numpy on the CPU
+    # Python modules that must import; where one does not, the baseline is skipped with the reason.
     requires: tuple[str, ...] = ()
     # Timed only at these cases (all timed cases when None); verified at every case regardless.
     timed_cases: tuple[str, ...] | None = None
-    tolerance: Tolerance | None = None
+    tolerance: Tolerances | None = None
+
+    @property
+    def library(self) -> str:
+        return self.arrays or ("numpy" if self.device == "cpu" else "torch")
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The case an entry is summed up by (its dashboard row) and what it is compared with there."""
+
+    case: str
+    baseline: str
 
 
 @dataclass
 class Experiment:
-    """The single declaration of an experiment. ``name`` is filled in from its folder."""
+    """The single declaration of an experiment. ``name`` is filled in from its folder.
+
+    The engine calls ``inputs(case, rng)`` for a dict of NumPy arrays (fresh, seeded random
+    data; ``labnotebook.run.draw`` fills large arrays on every core), then
+    ``reference(**inputs)`` for a dict with one float64 array per name in ``outputs``.
+    """
 
     title: str
     kernels: list[Kernel | PythonKernel]
-    cases: list[Case]
+    cases: list[Case]  # timed: every kernel and baseline, verified first, then timed
     inputs: Callable[[Case, np.random.Generator], dict[str, np.ndarray]]
     reference: Callable[..., dict[str, np.ndarray]]
-    outputs: dict[str, type]
-    tolerance: Tolerance
-    # Sizes that are only verified, never timed: 1, primes, non-multiples of the block.
+    outputs: dict[str, type]  # output name -> NumPy dtype the kernels write
+    tolerance: Tolerances
+    # Sizes that are only verified, never timed: 1, primes, non-multiples of the block,
+    # non-finite values. The compute-sanitizer pass runs these.
     edge_cases: list[Case] = field(default_factory=list)
-    bytes_moved: Callable[[Case], int] | None = None
-    flops: Callable[[Case], int] | None = None
+    # Sizes at and past 2^31 elements: verified (in bounded memory), not timed, and not run
+    # under the compute-sanitizer, whose shadow memory would not fit.
+    large_cases: list[Case] = field(default_factory=list)
+    # True when ``reference`` works slice by slice: given the inputs' rows lo:hi (along their
+    # first axis) it returns the outputs' rows lo:hi. The engine then computes and compares the
+    # reference a slice at a time, on every core, never holding all of it (elementwise and
+    # row-wise operations; not a reduction over the whole input, not a matrix product).
+    rowwise_reference: bool = False
+    bytes_moved: Callable[[Case], int] | None = None  # the least traffic a kernel needs: GB/s
+    flops: Callable[[Case], int] | None = None  # declared instead for compute-bound work: TFLOP/s
+    # Floating-point operations per byte of that least traffic, for the roofline (an add of
+    # float32 arrays: 1 flop per 12 bytes). Places each kernel whichever figure it is timed by.
+    intensity: Callable[[Case], float] | None = None
     baselines: list[Baseline] = field(default_factory=list)
+    headline: Headline | None = None
     # Time host<->device copies of the inputs and outputs for each case, as their own rows.
     time_transfers: bool = False
     phases: PhaseProgram | None = None
@@ -176,8 +240,24 @@ class Experiment:
     time_limit_s: int = 600
     name: str = ""
 
-    def kernel(self, name: str) -> Kernel:
+    def kernel(self, name: str) -> Kernel | PythonKernel:
         for k in self.kernels:
             if k.name == name:
                 return k
         raise KeyError(f"{self.name}: no kernel {name!r}; have {[k.name for k in self.kernels]}")
+
+    def all_cases(self) -> list[Case]:
+        return self.cases + self.edge_cases + self.large_cases
+
+    def profile_case(self, name: str) -> str | None:
+        """Where ``name`` (a kernel or baseline) is profiled and placed on the roofline: the
+        headline case if it is timed there, else the last (largest) case it is timed at."""
+        runnable = next(r for r in [*self.kernels, *self.baselines] if r.name == name)
+        mine = [c.name for c in self.cases if runnable.timed_cases is None or c.name in runnable.timed_cases]
+        if self.headline and self.headline.case in mine:
+            return self.headline.case
+        return mine[-1] if mine else None
+
+    def runnable_names(self) -> list[str]:
+        """Every kernel's and baseline's name, in the order they run."""
+        return [k.name for k in self.kernels] + [b.name for b in self.baselines]

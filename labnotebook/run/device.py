@@ -19,15 +19,33 @@ from ..errors import NoGPUError
 from .compile import nvcc_path
 
 
-def gpu_name_from_smi() -> str | None:
-    """The GPU's name without creating a CUDA context (so checking staleness stays cheap)."""
+def gpus_from_smi() -> list[tuple[int, str]]:
+    """``[(index, name)]`` of this machine's GPUs, without creating a CUDA context (so checking
+    staleness stays cheap); empty where there is no GPU or no nvidia-smi."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,name", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
-        return None
-    names = out.stdout.strip().splitlines()
-    return names[0].strip() if out.returncode == 0 and names else None
+        return []
+    if out.returncode != 0:
+        return []
+    gpus = []
+    for line in out.stdout.strip().splitlines():
+        index, _, name = line.partition(",")
+        if index.strip().isdigit():
+            gpus.append((int(index), name.strip()))
+    return gpus
+
+
+def gpu_name_from_smi() -> str | None:
+    """The first GPU's name, or None."""
+    gpus = gpus_from_smi()
+    return gpus[0][1] if gpus else None
+
+
+def device_index() -> int:
+    """This process's GPU: the build gives each worker one (CUDA_VISIBLE_DEVICES) and says which."""
+    return int(os.environ.get("NOTEBOOK_DEVICE_INDEX", "0"))
 
 
 def open_context():
@@ -40,7 +58,7 @@ def open_context():
         cuda.init()
         if cuda.Device.count() == 0:
             raise NoGPUError("no CUDA device found")
-        device = cuda.Device(int(os.environ.get("NOTEBOOK_DEVICE", "0")))
+        device = cuda.Device(0)  # the one CUDA_VISIBLE_DEVICES leaves, where the build set it
         context = device.retain_primary_context()
         context.push()
     except cuda.Error as e:
@@ -49,7 +67,8 @@ def open_context():
 
 
 def _smi(*fields: str) -> dict[str, str]:
-    out = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
+    out = subprocess.run(["nvidia-smi", "-i", str(device_index()), f"--query-gpu={','.join(fields)}",
+                          "--format=csv,noheader,nounits"],
                          capture_output=True, text=True, timeout=30)
     values = out.stdout.strip().splitlines()[0].split(", ") if out.returncode == 0 else []
     return dict(zip(fields, (v.strip() for v in values)))
@@ -87,6 +106,7 @@ def describe(cuda, device) -> dict:
     return {
         "gpu": device.name(),
         "compute_capability": f"{major}.{minor}",
+        "device_index": device_index(),
         "sm_count": device.get_attribute(attr.MULTIPROCESSOR_COUNT),
         "l2_bytes": device.get_attribute(attr.L2_CACHE_SIZE),
         "memory_bytes": device.total_memory(),

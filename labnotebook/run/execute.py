@@ -1,8 +1,16 @@
-"""Run one experiment on the GPU: for every case, make inputs, compute the reference, then for
-every kernel poison the outputs, launch, verify every element, and only then time it.
+"""Run one experiment on the GPU: for every case, make inputs and the reference; then for every
+kernel and baseline alike, poison the outputs, run once, verify every element, and only then
+time it.
+
+CUDA kernels, Python-DSL kernels and baselines take one path (``Runner.measure``): the same
+poisoned output buffers, the same error capture (whatever a launch, a preparation or a library
+call raises is that row's failure, named, and the others still run), the same timer. Only the
+arrays differ: PyCUDA buffers for CUDA kernels, torch views of the same device memory for
+Triton, cuTile and PyTorch, NumPy arrays for CPU baselines.
 
 This runs inside a worker process (see ``worker.py``), so a crash or a sticky CUDA error here
-takes down this experiment alone.
+takes down this experiment alone. Judging the rows (expected failures, what fails a run) is
+``labnotebook.policy``'s job, not this module's.
 """
 
 from __future__ import annotations
@@ -12,38 +20,67 @@ import importlib.util
 import os
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from ..errors import ExperimentError, NotebookError
+from ..records import Ceiling, Check, KernelInfo, LaunchShape, Provenance, Record, Resources, Row
 from . import phases
 from .compile import compile_cubin
-from .declare import Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, Unsupported
+from .declare import Case, Experiment, Kernel, Launch, PythonKernel, Tolerances, Unavailable, Unsupported, tolerance_at
 from .device import describe, open_context
+from .draw import threads
 from .timing import GpuTimer, time_cpu
-from .verify import compare
+from .verify import compare, compare_rowwise, reference_in_slices
 
 POISON_BYTE = 0xFF  # all-ones bytes are NaN in every float type, so an unwritten element fails.
+DIGEST_SLICE = 64 << 20
+REFERENCE_CAP = 16 << 30  # the most a kept float64 reference may take, on any machine
+
+
+def reference_budget() -> int:
+    """How many bytes of float64 reference a case may keep: a quarter of the machine's memory,
+    at most REFERENCE_CAP. Beyond it the reference is recomputed slice by slice per output."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 0
+    return min(REFERENCE_CAP, total // 4)
 
 
 class FatalCudaError(NotebookError):
     """The CUDA context is unusable (an illegal address, say): nothing more can run in it."""
 
 
-def _host_call(fn, what: str, case: Case, *args, **kwargs):
+class CaseError(Exception):
+    """The experiment's own host code (``inputs``, ``reference``) failed at one case."""
+
+
+def host_call(fn, what: str, case: Case | None, *args, **kwargs):
     """Call the experiment's own host code; if it raises, say which function and which case."""
     try:
         return fn(*args, **kwargs)
     except Exception as e:
-        raise ExperimentError(f"host code {what}() raised {type(e).__name__}: {e} (case {case.name})") from e
+        where = f" (case {case.name})" if case else ""
+        raise CaseError(f"host code {what}() raised {type(e).__name__}: {e}{where}") from e
 
 
-def _digest(arrays: dict[str, np.ndarray]) -> str:
+def digest(arrays: dict[str, np.ndarray]) -> str:
+    """A hash of the outputs' bytes (equal digests: identical outputs), hashed in slices on
+    every core so that gigabytes take a second, not a minute."""
+    def one(chunk: memoryview) -> bytes:
+        return hashlib.sha256(chunk).digest()
     h = hashlib.sha256()
     for name in sorted(arrays):
-        h.update(np.ascontiguousarray(arrays[name]).tobytes())
+        data = memoryview(np.ascontiguousarray(arrays[name])).cast("B")
+        chunks = [data[i:i + DIGEST_SLICE] for i in range(0, len(data), DIGEST_SLICE)] or [data]
+        with ThreadPoolExecutor(threads()) as pool:
+            for d in pool.map(one, chunks):
+                h.update(d)
     return h.hexdigest()[:16]
 
 
@@ -72,11 +109,89 @@ def _load_module(path: Path, name: str):
     return module
 
 
+@dataclass
+class Runnable:
+    """A kernel or a baseline, as the engine runs it: ``make(case, inputs, outputs)`` returns
+    the callable that runs it once, given arrays of ``library``."""
+
+    name: str
+    kind: str  # "kernel" or "baseline"
+    device: str  # "gpu" or "cpu": how it is timed
+    library: str  # "cuda" (PyCUDA buffers), "torch", "pycuda" (GPUArrays) or "numpy"
+    make: Callable[[Case, dict, dict], Callable[[], Any]]
+    what: str  # what to call its setup in an error message: "launch()", "prepare()"
+    requires: tuple[str, ...] = ()
+    tolerance: Tolerances | None = None
+    timed_cases: tuple[str, ...] | None = None
+
+
+class CaseArrays:
+    """One case's inputs and outputs: on the host, on the device (uploaded once), and as each
+    library sees the device memory (torch tensors are views of the same buffers, not copies)."""
+
+    def __init__(self, cuda, inputs: dict[str, np.ndarray], host_out: dict[str, np.ndarray]):
+        from pycuda import gpuarray
+
+        self.cuda, self.inputs, self.host_out = cuda, inputs, host_out
+        def alloc(a: np.ndarray):  # one byte at least, so an empty array still has an address
+            return gpuarray.GPUArray(a.shape, a.dtype, gpudata=cuda.mem_alloc(max(a.nbytes, 1)))
+        self.dev_in = {k: alloc(v) for k, v in inputs.items()}
+        for k, v in inputs.items():
+            if v.nbytes:
+                cuda.memcpy_htod(self.dev_in[k].gpudata, np.ascontiguousarray(v))
+        self.dev_out = {k: alloc(v) for k, v in host_out.items()}
+        self._torch: tuple[dict, dict] | None = None
+
+    def arrays(self, library: str) -> tuple[dict, dict]:
+        if library == "numpy":
+            return self.inputs, self.host_out
+        if library in ("pycuda", "cuda"):
+            return self.dev_in, self.dev_out
+        if self._torch is None:
+            import torch
+
+            def view(a):
+                return torch.as_tensor(a, device="cuda") if a.size else torch.empty(a.shape, device="cuda")
+            self._torch = ({k: view(v) for k, v in self.dev_in.items()},
+                           {k: view(v) for k, v in self.dev_out.items()})
+        return self._torch
+
+    def poison(self, device: str) -> None:
+        if device == "cpu":
+            for a in self.host_out.values():
+                a.view(np.uint8).fill(POISON_BYTE)
+        else:
+            for a in self.dev_out.values():
+                if a.nbytes:
+                    self.cuda.memset_d8(a.gpudata, POISON_BYTE, a.nbytes)
+
+    def fetch(self, device: str, returned) -> dict[str, np.ndarray]:
+        """The outputs on the host: what the runnable returned as ``{name: array}``, else what it
+        wrote in place (a library call's own return value, the out= array, is ignored)."""
+        if isinstance(returned, Mapping):
+            return {k: _as_numpy(v) for k, v in returned.items()}
+        if device == "gpu":
+            for k, a in self.dev_out.items():
+                if a.nbytes:
+                    self.cuda.memcpy_dtoh(self.host_out[k], a.gpudata)
+        return self.host_out
+
+    def free(self) -> None:
+        self._torch = None
+        for a in (*self.dev_in.values(), *self.dev_out.values()):
+            try:
+                a.gpudata.free()
+            except self.cuda.Error:
+                pass  # the context is already broken; the error that broke it is on its way up
+
+
 class Runner:
     """Holds the context, the compiled kernels and the timer for one experiment's run."""
 
-    def __init__(self, exp: Experiment, folder: Path, root: Path, log: Callable[[str], None]):
+    def __init__(self, exp: Experiment, folder: Path, root: Path, log: Callable[[str], None],
+                 cubin_cache: Path | None = None):
         self.exp, self.folder, self.root, self.log = exp, folder, root, log
+        self.cubin_cache = cubin_cache
         self.cuda, self.device, self.context = open_context()
         self.timer = GpuTimer(self.cuda)
         major, minor = self.device.compute_capability()
@@ -85,7 +200,10 @@ class Runner:
         self.functions: dict[str, object] = {}
         self.modules: dict[str, object] = {}
         self.with_baselines = True
-        self.kernel_info: dict[str, dict] = {}
+        self.only: set[str] | None = None  # run only these kernels and baselines (--kernel)
+        self.kernel_info: dict[str, KernelInfo] = {}
+        self.build_dir: Path | None = None
+        self.case_arrays: CaseArrays | None = None  # the case being run: its inputs and outputs
         self.unavailable = self.missing(exp.requires, exp.min_compute_capability)
 
     def missing(self, modules: tuple[str, ...], capability: tuple[int, int] | None = None) -> dict | None:
@@ -107,150 +225,192 @@ class Runner:
 
     # -- compiling ---------------------------------------------------------------------------
     def compile(self, build_dir: Path) -> None:
+        """nvcc for every CUDA kernel (in parallel: each is its own process), then load them."""
+        self.build_dir = build_dir
+        # Nothing to compile where nothing can run (too old a GPU for this experiment, say):
+        # nvcc would fail for an architecture the kernels were never meant for.
+        cuda_kernels = [k for k in self.exp.kernels if isinstance(k, Kernel)] if not self.unavailable else []
+        with ThreadPoolExecutor(max(1, min(8, len(cuda_kernels)))) as pool:
+            compiled = list(pool.map(lambda k: compile_cubin(self.folder / k.source, build_dir, self.arch,
+                                                             k.nvcc_options, self.root, self.cubin_cache),
+                                     cuda_kernels))
+        compiled_by_name = {k.name: c for k, c in zip(cuda_kernels, compiled)}
         for k in self.exp.kernels:
             if isinstance(k, PythonKernel):
-                self.kernel_info[k.name] = {"source": k.source, "function": k.function, "language": "python",
-                                            "expected_failure": k.expected_failure}
+                self.kernel_info[k.name] = KernelInfo(k.source, k.function, "python",
+                                                      expected_failure=k.expected_failure)
                 if not self.unavailable and not self.missing(k.requires):
-                    self.modules[k.name] = _load_module(self.folder / k.source, f"notebook_snippets.{self.exp.name}.{k.name}")
+                    self.modules[k.name] = _load_module(self.folder / k.source,
+                                                        f"notebook_snippets.{self.exp.name}.{k.name}")
                 continue
-            compiled = compile_cubin(self.folder / k.source, build_dir, self.arch, k.nvcc_options, self.root)
-            module = self.cuda.module_from_file(str(compiled.cubin))
+            c = compiled_by_name.get(k.name)
+            if c is None:  # unavailable here: nothing was compiled
+                self.kernel_info[k.name] = KernelInfo(k.source, k.function, "cuda", self.arch,
+                                                      expected_failure=k.expected_failure)
+                continue
+            module = self.cuda.module_from_file(str(c.cubin))
             try:
                 self.functions[k.name] = module.get_function(k.function)
             except self.cuda.Error:
                 raise ExperimentError(f'{k.source} has no extern "C" __global__ function {k.function!r}')
-            self.kernel_info[k.name] = {
-                "source": k.source, "function": k.function, "arch": self.arch,
-                "resources": compiled.resources.get(k.function, {}),
-                "expected_failure": k.expected_failure}
+            res = c.resources.get(k.function)
+            self.kernel_info[k.name] = KernelInfo(k.source, k.function, "cuda", self.arch,
+                                                  Resources(**res) if res else None, k.expected_failure)
+
+    # -- what runs ---------------------------------------------------------------------------
+    def runnables(self) -> list[Runnable]:
+        out = []
+        for k in self.exp.kernels:
+            if isinstance(k, PythonKernel):
+                out.append(Runnable(k.name, "kernel", "gpu", "torch", self._python_kernel(k), f"{k.function}()",
+                                    k.requires, k.tolerance, k.timed_cases))
+            else:
+                out.append(Runnable(k.name, "kernel", "gpu", "cuda", self._cuda_kernel(k), "launch()",
+                                    (), k.tolerance, k.timed_cases))
+        for b in self.exp.baselines if self.with_baselines else ():
+            requires = b.requires + (("torch",) if b.library == "torch" and "torch" not in b.requires else ())
+            out.append(Runnable(b.name, "baseline", b.device, b.library, b.prepare, "prepare()",
+                                requires, b.tolerance, b.timed_cases))
+        return [r for r in out if self.only is None or r.name in self.only]
+
+    def _cuda_kernel(self, k: Kernel):
+        def make(case, inputs, outputs):
+            launch = k.launch(case)
+            self._last_launch = launch
+            return self._launcher(k, launch, {n: a.gpudata for n, a in {**inputs, **outputs}.items()})
+        return make
+
+    def _python_kernel(self, k: PythonKernel):
+        def make(case, inputs, outputs):
+            return getattr(self.modules[k.name], k.function)(case, inputs, outputs)
+        return make
 
     # -- one case ----------------------------------------------------------------------------
-    def run_case(self, case: Case, timed: bool, seed: int) -> list[dict]:
-        exp, cuda = self.exp, self.cuda
-        rng = np.random.default_rng([exp.seed, seed])
-        inputs = _host_call(exp.inputs, "inputs", case, case, rng)
-        reference = _host_call(exp.reference, "reference", case, **inputs)
-        missing = set(exp.outputs) - set(reference)
-        if missing:
-            raise ExperimentError(f"reference() returned no {sorted(missing)}")
-        buffers = {name: cuda.to_device(np.ascontiguousarray(a)) for name, a in inputs.items()}
-        host_out = {name: np.empty(reference[name].shape, dtype) for name, dtype in exp.outputs.items()}
-        buffers.update({name: cuda.mem_alloc(max(a.nbytes, 1)) for name, a in host_out.items()})
-        rows = []
+    def run_case(self, case: Case, timed: bool, seed: int) -> list[Row]:
+        exp = self.exp
         base = {"case": case.name, "params": case.params, "timed": timed,
                 "bytes": exp.bytes_moved(case) if exp.bytes_moved else None,
-                "flops": exp.flops(case) if exp.flops else None}
+                "flops": exp.flops(case) if exp.flops else None,
+                "intensity": exp.intensity(case) if exp.intensity else None}
+        runnables = self.runnables()
         try:
-            if timed and exp.time_transfers:
-                rows += self.transfer_rows(inputs, host_out, buffers, base)
-            for k in exp.kernels:
-                if self.unavailable:
-                    result = self.unavailable
-                elif k.cases is not None and case.name not in k.cases:
-                    result = {"status": "skipped", "error": f"not run at {case.name} (runs at {', '.join(k.cases)})"}
-                elif isinstance(k, PythonKernel):
-                    result = self.run_python_kernel(k, case, inputs, reference, timed)
+            rng = np.random.default_rng([exp.seed, seed])
+            inputs = host_call(exp.inputs, "inputs", case, case, rng)
+            reference, shapes = self.reference_and_shapes(case, inputs)
+        except CaseError as e:
+            return [Row(kind=r.kind, name=r.name, status="failed", error=str(e),
+                        device=r.device if r.kind == "baseline" else None, **base) for r in runnables]
+        host_out = {name: np.empty(shapes[name], dtype) for name, dtype in exp.outputs.items()}
+        try:
+            self.case_arrays = CaseArrays(self.cuda, inputs, host_out)
+        except self.cuda.Error as e:  # out of device memory, say: this case fails, the others still run
+            self.check_context(f"allocating case {case.name}")
+            return [Row(kind=r.kind, name=r.name, status="failed", error=f"the case's buffers: {type(e).__name__}: {e}",
+                        device=r.device if r.kind == "baseline" else None, **base) for r in runnables]
+        rows: list[Row] = []
+        try:
+            if timed and exp.time_transfers and self.only is None:
+                rows += self.transfer_rows(self.case_arrays, base)
+            for r in runnables:
+                time_it = timed and (r.timed_cases is None or case.name in r.timed_cases)
+                if timed and not time_it and r.kind == "kernel":
+                    row = Row(kind=r.kind, name=r.name, status="skipped", **base,
+                              error=f"not run at {case.name} (timed at {', '.join(r.timed_cases)})")
                 else:
-                    result = self.run_kernel(k, case, buffers, host_out, reference, timed)
-                rows.append({"kind": "kernel", "name": k.name, **base, **result})
-            if timed and self.with_baselines and exp.phases and case.name in exp.phases.cases:
+                    row = self.measure(r, case, base, inputs, reference, time_it)
+                rows.append(row)
+                self.log_row(len(rows), row)
+            if timed and self.with_baselines and self.only is None and exp.phases and case.name in exp.phases.cases:
                 rows += phases.measure(exp.phases, self.folder, case, inputs, self.build_dir,
-                                       lambda outputs: self._verify(outputs, reference), dict(os.environ))
-            for b in exp.baselines if self.with_baselines else ():
-                time_it = timed and (b.timed_cases is None or case.name in b.timed_cases)
-                rows.append({"kind": "baseline", "name": b.name, "device": b.device, **base, "timed": time_it,
-                             **self.run_baseline(b, case, inputs, reference, time_it)})
+                                       lambda outputs: self._verify(outputs, inputs, reference, None, case)[:2],
+                                       dict(os.environ), base)
         finally:
-            for buf in buffers.values():
-                try:
-                    buf.free()
-                except cuda.Error:
-                    pass  # the context is already broken; the error that broke it is on its way up
+            self.case_arrays.free()
         return rows
 
-    def run_kernel(self, k: Kernel, case: Case, buffers, host_out, reference, timed) -> dict:
+    def reference_and_shapes(self, case: Case, inputs: dict, keep: bool = True) -> tuple[dict | None, dict[str, tuple]]:
+        """The whole reference and the outputs' shapes. A row-wise reference too big to keep
+        (``reference_budget``) is None: it is computed slice by slice while verifying each output."""
+        exp = self.exp
+        if exp.rowwise_reference:
+            first = host_call(exp.reference, "reference", case, **{k: v[:1] for k, v in inputs.items()})
+            rows = next(iter(inputs.values())).shape[0]
+            ref, shapes = None, {n: (rows, *np.shape(first[n])[1:]) for n in exp.outputs if n in first}
+            if keep and set(shapes) == set(exp.outputs) and sum(8 * np.prod(s) for s in shapes.values()) <= reference_budget():
+                # It fits: compute it once (in slices, on every core) for every kernel to be checked against.
+                ref = host_call(reference_in_slices, "reference", case, inputs, exp.reference, shapes)
+        else:
+            ref = host_call(exp.reference, "reference", case, **inputs)
+            shapes = {n: np.shape(ref[n]) for n in exp.outputs if n in ref}
+        missing = sorted(set(exp.outputs) - set(shapes))
+        if missing:
+            raise CaseError(f"host code reference() returned no {missing} (case {case.name})")
+        return ref, shapes
+
+    def measure(self, r: Runnable, case: Case, base: dict, inputs: dict, reference: dict | None,
+                time_it: bool) -> Row:
+        """Set up, poison, run once, verify, and (when ``time_it``) time one kernel or baseline."""
+        row = Row(kind=r.kind, name=r.name, status="ok", **{**base, "timed": time_it},
+                  device=r.device if r.kind == "baseline" else None)
+        unmet = self.unavailable or self.missing(r.requires)
+        if unmet:
+            return _update(row, **unmet)
+        ins, outs = self.case_arrays.arrays(r.library)
+        self._last_launch = None
+        step = r.what
         try:
-            launch = k.launch(case)
+            go = r.make(case, ins, outs)
+            if self._last_launch is not None:
+                row.launch = LaunchShape(tuple(int(g) for g in self._last_launch.grid),
+                                         tuple(int(b) for b in self._last_launch.block), self._last_launch.shared_bytes)
+            step = "the first run"
+            self.case_arrays.poison(r.device)
+            returned = go()
+            self._synchronize(r)
+            outputs = self.case_arrays.fetch(r.device, returned)
         except Unsupported as e:
-            return {"status": "skipped", "error": f"unsupported: {e}"}
-        go = self._launcher(k, launch, buffers)
-        row: dict = {"launch": {"grid": list(launch.grid), "block": list(launch.block),
-                                "shared_bytes": launch.shared_bytes}}
+            return _update(row, status="skipped", error=f"unsupported: {e}" if r.library == "cuda" else str(e),
+                           unavailable=isinstance(e, Unavailable))
+        except Exception as e:
+            self.check_context(f"{r.kind} {r.name}")
+            return _update(row, status="failed", error=_describe_error(e, step))
+        t0 = time.perf_counter()
         try:
-            for name, host in host_out.items():
-                self.cuda.memset_d8(buffers[name], POISON_BYTE, max(host.nbytes, 1))
-            go()
-            self.context.synchronize()
-            for name, host in host_out.items():
-                self.cuda.memcpy_dtoh(host, buffers[name])
-        except self.cuda.Error as e:
-            self._check_context(f"kernel {k.name}")
-            return {**row, "status": "failed", "error": f"CUDA error: {e}"}
-        row.update(self._verify(host_out, reference, k.tolerance))
-        row["digest"] = _digest(host_out)
-        if row["status"] == "ok" and timed:
+            row.check, row.status, row.error = self._verify(outputs, inputs, reference, r.tolerance, case)
+        except CaseError as e:
+            return _update(row, status="failed", error=str(e))
+        except (ValueError, KeyError) as e:  # outputs of the wrong shape, or missing
+            return _update(row, status="failed", error=f"verification: {type(e).__name__}: {e}")
+        row.verify_s = round(time.perf_counter() - t0, 3)
+        row.digest = digest(outputs)
+        if row.ok and time_it:
             try:
-                row["time"] = self.timer.time(go)
-            except self.cuda.Error as e:
-                self._check_context(f"timing kernel {k.name}")
-                return {**row, "status": "failed", "error": f"CUDA error while timing: {e}"}
+                row.time = self.timer.time(go) if r.device == "gpu" else time_cpu(go)
+            except Exception as e:
+                self.check_context(f"timing {r.kind} {r.name}")
+                return _update(row, status="failed", error=_describe_error(e, "timing"))
         return row
 
-    def run_python_kernel(self, k: PythonKernel, case: Case, inputs, reference, timed) -> dict:
-        unmet = self.missing(k.requires)
-        if unmet:
-            return unmet
-        import torch
+    def _synchronize(self, r: Runnable) -> None:
+        if r.device == "gpu":
+            self.context.synchronize()  # PyTorch shares this (primary) context and its default stream
 
-        x = {name: torch.from_numpy(np.ascontiguousarray(a)).cuda() for name, a in inputs.items()}
-        out = {name: torch.from_numpy(np.empty(reference[name].shape, dtype)).cuda()
-               for name, dtype in self.exp.outputs.items()}
-        try:
-            go = getattr(self.modules[k.name], k.function)(case, x, out)
-            for t in out.values():
-                t.view(torch.uint8).fill_(POISON_BYTE)
-            go()
-            torch.cuda.synchronize()
-        except Unsupported as e:
-            return {"status": "skipped", "error": str(e), "unavailable": True}
-        except Exception as e:  # a DSL compiler's error, or a launch that failed
-            self._check_context(f"kernel {k.name}")
-            return {"status": "failed", "error": f"{type(e).__name__}: {e}".strip()}
-        host = {name: t.cpu().numpy() for name, t in out.items()}
-        row = {**self._verify(host, reference, k.tolerance), "digest": _digest(host)}
-        if row["status"] == "ok" and timed:
-            row["time"] = self.timer.time(go)
-        return row
-
-    def run_baseline(self, b, case: Case, inputs, reference, timed: bool) -> dict:
-        unmet = self.missing(b.requires)
-        if unmet:
-            return unmet
-        fn = b.prepare(case, inputs)
-        outputs = {name: _as_numpy(v) for name, v in fn().items()}
-        row = self._verify(outputs, reference, b.tolerance)
-        if row["status"] == "ok" and timed:
-            row["time"] = self.timer.time(fn) if b.device == "gpu" else time_cpu(fn)
-        return row
-
-    def transfer_rows(self, inputs, host_out, buffers, base) -> list[dict]:
+    def transfer_rows(self, arrays: CaseArrays, base: dict) -> list[Row]:
         """Host<->device copies from ordinary (pageable) NumPy arrays, as a naive program makes them."""
         cuda = self.cuda
 
         def h2d():
-            for name, a in inputs.items():
-                cuda.memcpy_htod(buffers[name], a)
+            for name, a in arrays.inputs.items():
+                cuda.memcpy_htod(arrays.dev_in[name].gpudata, a)
 
         def d2h():
-            for name, a in host_out.items():
-                cuda.memcpy_dtoh(a, buffers[name])
+            for name, a in arrays.host_out.items():
+                cuda.memcpy_dtoh(a, arrays.dev_out[name].gpudata)
 
         rows = []
-        for name, fn, arrays in (("h2d", h2d, inputs), ("d2h", d2h, host_out)):
-            rows.append({"kind": "transfer", "name": name, **base, "status": "ok",
-                         "bytes": sum(a.nbytes for a in arrays.values()), "memory": "pageable",
-                         "time": self.timer.time(fn)})
+        for name, fn, host in (("h2d", h2d, arrays.inputs), ("d2h", d2h, arrays.host_out)):
+            rows.append(Row(kind="transfer", name=name, status="ok", memory="pageable", time=self.timer.time(fn),
+                            **{**base, "bytes": sum(a.nbytes for a in host.values()), "intensity": None}))
         return rows
 
     # -- helpers -----------------------------------------------------------------------------
@@ -271,82 +431,86 @@ class Runner:
             fn.set_attribute(self.cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)
         return lambda: fn(*args, grid=grid, block=block, shared=launch.shared_bytes)
 
-    def _verify(self, outputs, reference, tolerance: Tolerance | None = None) -> dict:
-        tolerance = tolerance or self.exp.tolerance
-        checks = {name: compare(outputs[name], reference[name], tolerance)
-                  for name in self.exp.outputs}
-        worst = max(checks.values(), key=lambda c: (c.max_abs_err, c.mismatches))
-        row = {"status": "ok" if all(c.ok for c in checks.values()) else "failed",
-               "check": {**worst.as_record(), "atol": tolerance.atol, "rtol": tolerance.rtol}}
+    def _verify(self, outputs, inputs, reference, tolerance: Tolerances | None,
+                case: Case) -> tuple[Check, str, str | None]:
+        """The worst output's Check, the row's status, and the error naming every wrong output."""
+        tolerance = host_call(tolerance_at, "tolerance", case, tolerance or self.exp.tolerance, case)
+        names = list(self.exp.outputs)
+        if reference is None:  # a row-wise reference, computed slice by slice
+            def reference_slice(**rows):
+                return host_call(self.exp.reference, "reference", None, **rows)
+            checks = compare_rowwise({n: outputs[n] for n in names}, inputs, reference_slice, tolerance)
+        else:
+            checks = {n: compare(outputs[n], reference[n], tolerance) for n in names}
+        worst = max(checks.values(), key=lambda c: (c.bound_ratio, c.mismatches))
+        check = Check(**worst.as_record(), atol=tolerance.atol, rtol=tolerance.rtol)
         bad = [c.describe(n) for n, c in checks.items() if not c.ok]
-        if bad:
-            row["error"] = "wrong answer: " + "; ".join(bad)
-        return row
+        return check, "ok" if not bad else "failed", ("wrong answer: " + "; ".join(bad)) if bad else None
 
-    def _check_context(self, where: str) -> None:
-        """After a CUDA error, find out whether the context survived; if not, stop everything."""
+    def check_context(self, where: str) -> None:
+        """After an error, find out whether the context survived; if not, stop everything."""
         try:
             self.context.synchronize()
             self.cuda.mem_alloc(1).free()
         except self.cuda.Error as e:
             raise FatalCudaError(f"{where} left the CUDA context unusable: {e}")
 
-
-def apply_expected_failures(exp: Experiment, rows: list[dict]) -> list[str]:
-    """Turn failures of declared expected-failure kernels into ``xfail``; return problems, such as
-    an expected failure that passed everywhere (sphinx-gallery's rule: it must fail)."""
-    problems = []
-    for k in exp.kernels:
-        if not k.expected_failure:
-            continue
-        mine = [r for r in rows if r["kind"] == "kernel" and r["name"] == k.name]
-        for r in mine:
-            if r["status"] == "failed":
-                r["status"] = "xfail"
-        if mine and not any(r["status"] == "xfail" for r in mine):
-            problems.append(f"kernel {k.name} is declared to fail ({k.expected_failure}) "
-                            "but passed every case")
-    return problems
+    def log_row(self, i: int, r: Row) -> None:
+        shown = f" {r.time.median_ms:.4f} ms" if r.time else ""
+        checked = f"  (verified in {r.verify_s:.2f} s)" if r.verify_s and r.verify_s >= 0.5 else ""
+        self.log(f"{r.case:>18}  {r.name:<24} {r.status:<8}{shown}{checked}"
+                 + (f"  {r.error}" if r.error else ""))
 
 
-def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: dict | None,
-                   log: Callable[[str], None] = print, cases: list[Case] | None = None,
-                   edge_cases: list[Case] | None = None, with_baselines: bool = True) -> dict:
-    """Run ``exp`` and return its results record (see ``store.py`` for the format)."""
+def _update(row: Row, **fields) -> Row:
+    for k, v in fields.items():
+        setattr(row, k, v)
+    return row
+
+
+def _describe_error(e: Exception, step: str) -> str:
+    text = f"{type(e).__name__}: {e}".strip()
+    return text if step == "the first run" else f"{step} raised {text}"
+
+
+def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: Ceiling | None,
+                   log: Callable[[str], None] = print, measure_ceiling: bool = True, cases: list[Case] | None = None,
+                   edge_cases: list[Case] | None = None, large_cases: list[Case] | None = None,
+                   with_baselines: bool = True, only: set[str] | None = None,
+                   cubin_cache: Path | None = None) -> Record:
+    """Run ``exp`` and return its results record, unjudged (``labnotebook.policy`` decides what
+    the rows mean for the run). Without a ``ceiling`` (the build's, measured on this GPU) the
+    copy bandwidth is measured here, unless ``measure_ceiling`` is False (a run that only
+    verifies). ``cases``, ``edge_cases`` and ``large_cases`` default to the declaration's;
+    ``only`` names the kernels and baselines to run (all when None)."""
     t0 = time.perf_counter()
-    runner = Runner(exp, folder, root, log)
+    runner = Runner(exp, folder, root, log, cubin_cache)
     runner.with_baselines = with_baselines
+    runner.only = only
     try:
-        with tempfile.TemporaryDirectory(prefix="notebook-cubin-") as build_dir:
-            runner.build_dir = Path(build_dir)  # kept for the phase program's fresh processes
-            runner.compile(runner.build_dir)
-            if ceiling is None:
-                ceiling = runner.timer.copy_bandwidth()
-            timed = exp.cases if cases is None else cases
-            edges = exp.edge_cases if edge_cases is None else edge_cases
-            rows = []
-            plan = [(c, True) for c in timed] + [(c, False) for c in edges]
+        with tempfile.TemporaryDirectory(prefix="notebook-cubin-", dir=cubin_cache) as build_dir:
+            runner.compile(Path(build_dir))  # kept for the phase program's fresh processes
+            if ceiling is None and measure_ceiling:
+                ceiling, _ = runner.timer.copy_bandwidth()
+            plan = ([(c, True) for c in (exp.cases if cases is None else cases)]
+                    + [(c, False) for c in (exp.edge_cases if edge_cases is None else edge_cases)]
+                    + [(c, False) for c in (exp.large_cases if large_cases is None else large_cases)])
+            rows: list[Row] = []
             for i, (case, is_timed) in enumerate(plan):
-                case_rows = runner.run_case(case, is_timed, seed=i)
-                for r in case_rows:
-                    shown = r["time"]["median_ms"] if "time" in r else None
-                    log(f"[{i + 1:>3}/{len(plan)}] {case.name:>12}  {r['name']:<18} {r['status']:<8}"
-                        + (f" {shown:.4f} ms" if shown is not None else "")
-                        + (f"  {r['error']}" if r.get("error") else ""))
-                rows += case_rows
-        problems = apply_expected_failures(exp, rows)
+                log(f"[{i + 1:>3}/{len(plan)}] {case.name}")
+                rows += runner.run_case(case, is_timed, seed=case_seed(exp, case))
         info = describe(runner.cuda, runner.device)
     finally:
         try:
             runner.close()
         except runner.cuda.Error:
             pass
-    failed = [f"{r['name']} @ {r['case']}: {r['error']}" for r in rows if r["status"] == "failed"]
-    return {
-        "experiment": exp.name, "title": exp.title, "gpu": info["gpu"], "provenance": info,
-        "ceiling": {k: ceiling[k] for k in ("gbs", "median_ms", "bytes")},
-        "kernels": runner.kernel_info, "rows": rows,
-        "status": "failed" if failed or problems else "ok",
-        "problems": problems + failed,
-        "duration_s": round(time.perf_counter() - t0, 2),
-    }
+    return Record(experiment=exp.name, title=exp.title, gpu=info["gpu"], provenance=Provenance(**info),
+                  ceiling=ceiling, kernels=runner.kernel_info, rows=rows, status="ok",
+                  duration_s=round(time.perf_counter() - t0, 2))
+
+
+def case_seed(exp: Experiment, case: Case) -> int:
+    """Each case's inputs are drawn from their own stream, by position in the declaration, so
+    running a subset of cases (--case) draws the same inputs as a full run."""
+    return next(i for i, c in enumerate(exp.all_cases()) if c.name == case.name)

@@ -22,8 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..records import Row
 from .declare import Case
 from .timing import stats
+
+TIME_LIMIT_S = 300  # one fresh process: context, copies, kernel, teardown
 
 
 class PhaseClock:
@@ -61,34 +64,37 @@ def child(argv: list[str]) -> None:
     Path(out + ".json").write_text(json.dumps({"ms": clock.ms, "nvtx": clock.nvtx is not None}))
 
 
-def measure(program, folder: Path, case: Case, inputs: dict, cubin_dir: Path, verify, env: dict) -> list[dict]:
-    """Run ``program`` in ``program.repeats`` fresh processes; one row per phase, verified."""
+def measure(program, folder: Path, case: Case, inputs: dict, cubin_dir: Path, verify, env: dict,
+            base: dict) -> list[Row]:
+    """Run ``program`` in ``program.repeats`` fresh processes; one row per phase, verified.
+    ``verify(outputs)`` returns the outputs' ``(Check, status)``; ``base`` holds the case's row fields."""
     runs, checks = [], []
+    fields = {**base, "bytes": None, "flops": None, "intensity": None}
     with tempfile.TemporaryDirectory(prefix="notebook-phases-") as tmp:
         np.savez(Path(tmp) / "inputs.npz", **inputs)
         for i in range(program.repeats):
             out = str(Path(tmp) / f"out{i}.npz")
             params = json.dumps({"__name__": case.name, **case.params})
-            proc = subprocess.run([sys.executable, "-m", "labnotebook.run.phases", str(folder), program.source,
-                                   params, str(Path(tmp) / "inputs.npz"), str(cubin_dir), out],
-                                  capture_output=True, text=True, env=env, timeout=300)
+            try:
+                proc = subprocess.run([sys.executable, "-m", "labnotebook.run.phases", str(folder), program.source,
+                                       params, str(Path(tmp) / "inputs.npz"), str(cubin_dir), out],
+                                      capture_output=True, text=True, env=env, timeout=TIME_LIMIT_S)
+            except subprocess.TimeoutExpired:
+                return [Row(kind="phase", name=program.source, status="failed", **fields,
+                            error=f"the program ran past {TIME_LIMIT_S} s and was killed")]
             if proc.returncode != 0:
                 last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                return [{"kind": "phase", "name": program.source, "case": case.name, "params": case.params,
-                         "timed": True, "status": "failed", "error": f"the program failed: {last}"}]
+                return [Row(kind="phase", name=program.source, status="failed", **fields,
+                            error=f"the program failed: {last}")]
             runs.append(json.loads(Path(out + ".json").read_text()))
             checks.append(verify(dict(np.load(out))))
-    failed = next((c for c in checks if c["status"] != "ok"), None)
+    failed = next((c for c, status in checks if status != "ok"), None)
     rows = []
     for name in runs[0]["ms"]:
-        row = {"kind": "phase", "name": name, "case": case.name, "params": case.params, "timed": True,
-               "status": failed["status"] if failed else "ok", "check": (failed or checks[0])["check"],
-               "fresh_processes": len(runs), "nvtx": runs[0]["nvtx"]}
-        if failed:
-            row["error"] = failed.get("error")
-        else:
-            row["time"] = stats([r["ms"][name] for r in runs])
-        rows.append(row)
+        rows.append(Row(kind="phase", name=name, status="failed" if failed else "ok", **fields,
+                        check=failed or checks[0][0], fresh_processes=len(runs), nvtx=runs[0]["nvtx"],
+                        error="wrong answer in a fresh process" if failed else None,
+                        time=None if failed else stats([r["ms"][name] for r in runs])))
     return rows
 
 

@@ -12,6 +12,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..records import Ceiling, Timing
+
 FLUSH_BYTES = 256 << 20
 WARMUP_MS = 25.0
 REP_MS = 200.0
@@ -19,12 +21,12 @@ MIN_REPS = 10
 MAX_REPS = 1000
 
 
-def stats(samples_ms: list[float]) -> dict:
+def stats(samples_ms: list[float]) -> Timing:
     """Median and spread of a list of times, the form every timed row stores."""
     s = np.asarray(samples_ms, dtype=np.float64)
     q10, median, q90 = np.quantile(s, [0.1, 0.5, 0.9])
-    return {"median_ms": float(median), "q10_ms": float(q10), "q90_ms": float(q90),
-            "min_ms": float(s.min()), "max_ms": float(s.max()), "reps": int(s.size)}
+    return Timing(median_ms=float(median), q10_ms=float(q10), q90_ms=float(q90),
+                  min_ms=float(s.min()), max_ms=float(s.max()), reps=int(s.size))
 
 
 def _reps(estimate_ms: float, budget_ms: float) -> int:
@@ -49,7 +51,7 @@ class GpuTimer:
         end.synchronize()
         return start.time_till(end)
 
-    def time(self, fn: Callable[[], object]) -> dict:
+    def time(self, fn: Callable[[], object]) -> Timing:
         estimate = min(self._once(fn) for _ in range(3))
         for _ in range(_reps(estimate, WARMUP_MS) // 4):
             fn()
@@ -63,7 +65,7 @@ class GpuTimer:
         events[-1][1].synchronize()
         return stats([start.time_till(end) for start, end in events])
 
-    def copy_bandwidth(self, nbytes: int = 1 << 30) -> dict:
+    def copy_bandwidth(self, nbytes: int = 1 << 30) -> tuple[Ceiling, Timing]:
         """The ceiling for memory-bound kernels: a device-to-device copy, bytes read plus written."""
         src, dst = self.cuda.mem_alloc(nbytes), self.cuda.mem_alloc(nbytes)
         try:
@@ -72,10 +74,10 @@ class GpuTimer:
         finally:
             src.free()
             dst.free()
-        return {**t, "bytes": 2 * nbytes, "gbs": 2 * nbytes / (t["median_ms"] * 1e6)}
+        return Ceiling(gbs=2 * nbytes / (t.median_ms * 1e6), median_ms=t.median_ms, bytes=2 * nbytes), t
 
 
-def time_cpu(fn: Callable[[], object]) -> dict:
+def time_cpu(fn: Callable[[], object]) -> Timing:
     """Host-clock timing for CPU baselines, with the same warm-up and repetition rules."""
     def once() -> float:
         t0 = time.perf_counter()

@@ -1,27 +1,60 @@
-"""Compare every element of an output with its higher-precision reference."""
+"""Compare every element of an output with its higher-precision reference, in bounded memory.
+
+Outputs of 2^31 elements and more are compared a slice at a time, in a thread pool (NumPy
+releases the GIL), so memory stays at a few slices per core and the time divides by the cores.
+Where the experiment's reference works row by row (``Experiment.rowwise_reference``), the
+reference itself is computed a slice at a time too and never held whole.
+"""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Callable, Mapping
 
 import numpy as np
 
 from .declare import Tolerance
+from .draw import threads
+
+SLICE = 1 << 21  # elements compared at a time by one thread
+
+
+def reference_in_slices(inputs: Mapping[str, np.ndarray], reference: Callable[..., Mapping[str, np.ndarray]],
+                        shapes: Mapping[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+    """The whole of a row-wise reference, computed a slice of rows at a time on every core into
+    float64 arrays of ``shapes`` (for when it fits in memory and several outputs are checked
+    against it: computing it once beats computing it for each)."""
+    out = {name: np.empty(shape, np.float64) for name, shape in shapes.items()}
+    rows = next(iter(shapes.values()))[0]
+    per_row = max(1, max(int(np.prod(s[1:])) for s in shapes.values()))
+    step = max(1, SLICE // per_row)
+
+    def one(lo: int) -> None:
+        part = reference(**{k: v[lo:lo + step] for k, v in inputs.items()})
+        for name in out:
+            out[name][lo:lo + step] = part[name]
+    _map(one, list(range(0, rows, step)) or [0])
+    return out
 
 
 @dataclass
-class Check:
-    """The outcome of comparing one output with its reference."""
+class Comparison:
+    """The outcome of comparing one output with its reference (``records.Check`` is what a row
+    keeps of it)."""
 
     ok: bool
     max_abs_err: float
     max_rel_err: float
     mismatches: int
     elements: int
-    # Where the worst element is, and what was there, for the error message.
+    # The worst element's error over its own bound (atol + rtol * |ref|): <= 1 passes.
+    bound_ratio: float
+    # Where the worst mismatch is, and what was there, for the error message.
     worst_index: tuple[int, ...] | None = None
     worst_got: float | None = None
     worst_want: float | None = None
+    worst_excess: float = -np.inf  # how far past its bound the worst mismatch is
 
     def describe(self, output: str) -> str:
         if self.ok:
@@ -31,10 +64,61 @@ class Check:
 
     def as_record(self) -> dict:
         return {"max_abs_err": self.max_abs_err, "max_rel_err": self.max_rel_err,
-                "mismatches": self.mismatches, "elements": self.elements}
+                "mismatches": self.mismatches, "elements": self.elements, "bound_ratio": self.bound_ratio}
 
 
-def compare(got: np.ndarray, want: np.ndarray, tol: Tolerance) -> Check:
+def _compare_flat(got: np.ndarray, want: np.ndarray, tol: Tolerance, base: int) -> Comparison:
+    """One slice, as flat arrays; ``worst_index`` is the flat index plus ``base``."""
+    g = got.astype(np.float64, copy=False)
+    w = want.astype(np.float64, copy=False)
+    finite = np.isfinite(w)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf; handled just below
+        err = np.abs(g - w)
+    if not finite.all():  # a non-finite reference must be matched exactly, NaN by NaN
+        err[~finite] = np.where((np.isnan(w) & np.isnan(g)) | (g == w), 0.0, np.inf)[~finite]
+    # NaN in got gives NaN error: make it infinitely wrong so it can never compare as passing.
+    err[np.isnan(err)] = np.inf
+    bound = tol.atol + tol.rtol * np.where(finite, np.abs(w), 0.0)
+    bad = err > bound
+    mismatches = int(np.count_nonzero(bad))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(finite & (w != 0), err / np.abs(w), np.where(err == 0, 0.0, np.inf))
+        ratio = np.where(bound > 0, err / bound, np.where(err == 0, 0.0, np.inf))
+    check = Comparison(ok=mismatches == 0, max_abs_err=float(err.max(initial=0.0)),
+                  max_rel_err=float(rel.max(initial=0.0)), mismatches=mismatches,
+                  elements=int(got.size), bound_ratio=float(ratio.max(initial=0.0)))
+    if mismatches:
+        # Worst by how far past its own bound it is, so one huge reference value doesn't hide a NaN.
+        with np.errstate(invalid="ignore"):
+            excess = np.where(bad, err - bound, -np.inf)
+        flat = int(np.argmax(excess))
+        check.worst_index = (base + flat,)
+        check.worst_got, check.worst_want = float(got[flat]), float(want[flat])
+        check.worst_excess = float(excess[flat])
+    return check
+
+
+def _merge(parts: list[Comparison], shape: tuple[int, ...]) -> Comparison:
+    """One Comparison from the slices' Comparisons; the worst index unravelled into ``shape``."""
+    worst = max(parts, key=lambda c: (c.worst_index is not None, c.worst_excess))
+    merged = Comparison(ok=all(c.ok for c in parts), max_abs_err=max(c.max_abs_err for c in parts),
+                   max_rel_err=max(c.max_rel_err for c in parts), mismatches=sum(c.mismatches for c in parts),
+                   elements=sum(c.elements for c in parts), bound_ratio=max(c.bound_ratio for c in parts))
+    if worst.worst_index is not None:
+        merged.worst_index = tuple(int(i) for i in np.unravel_index(worst.worst_index[0], shape))
+        merged.worst_got, merged.worst_want = worst.worst_got, worst.worst_want
+        merged.worst_excess = worst.worst_excess
+    return merged
+
+
+def _map(fn, items: list) -> list:
+    if len(items) == 1:
+        return [fn(items[0])]
+    with ThreadPoolExecutor(threads()) as pool:
+        return list(pool.map(fn, items))
+
+
+def compare(got: np.ndarray, want: np.ndarray, tol: Tolerance) -> Comparison:
     """Element-wise check of ``got`` against ``want`` (compared in float64).
 
     NaN in ``got`` fails unless the reference is NaN at that element too; an infinite reference
@@ -42,30 +126,32 @@ def compare(got: np.ndarray, want: np.ndarray, tol: Tolerance) -> Check:
     """
     if got.shape != want.shape:
         raise ValueError(f"output shape {got.shape} does not match reference shape {want.shape}")
-    g = got.astype(np.float64, copy=False)
-    w = want.astype(np.float64, copy=False)
-    finite = np.isfinite(w)
-    with np.errstate(invalid="ignore"):  # inf - inf; handled just below
-        err = np.abs(g - w)
-    err[~finite] = np.where(
-        (np.isnan(w) & np.isnan(g)) | (g == w), 0.0, np.inf)[~finite]
-    # NaN in got gives NaN error: make it infinitely wrong so it can never compare as passing.
-    err = np.where(np.isnan(err), np.inf, err)
-    bound = tol.atol + tol.rtol * np.where(finite, np.abs(w), 0.0)
-    bad = err > bound
-    mismatches = int(np.count_nonzero(bad))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(finite & (w != 0), err / np.abs(w), np.where(err == 0, 0.0, np.inf))
-    check = Check(ok=mismatches == 0, max_abs_err=float(err.max(initial=0.0)),
-                  max_rel_err=float(rel.max(initial=0.0)), mismatches=mismatches,
-                  elements=int(got.size))
-    if mismatches:
-        # Worst by how far past its own bound it is, so one huge reference value doesn't hide a NaN.
-        with np.errstate(invalid="ignore"):
-            excess = np.where(bad, err - bound, -np.inf)
-        flat = int(np.argmax(excess))
-        idx = np.unravel_index(flat, got.shape)
-        check.worst_index = tuple(int(i) for i in idx)
-        check.worst_got = float(got[idx])
-        check.worst_want = float(want[idx])
-    return check
+    g, w = np.ascontiguousarray(got).reshape(-1), np.ascontiguousarray(want).reshape(-1)
+    starts = list(range(0, g.size, SLICE)) or [0]
+    parts = _map(lambda lo: _compare_flat(g[lo:lo + SLICE], w[lo:lo + SLICE], tol, lo), starts)
+    return _merge(parts, got.shape)
+
+
+def compare_rowwise(outputs: Mapping[str, np.ndarray], inputs: Mapping[str, np.ndarray],
+                    reference: Callable[..., Mapping[str, np.ndarray]], tol: Tolerance) -> dict[str, Comparison]:
+    """Check each output against ``reference`` computed slice by slice along the first axis of
+    the inputs and outputs (see ``Experiment.rowwise_reference``)."""
+    rows = next(iter(outputs.values())).shape[0]
+    per_row = max(1, max(a[:1].size for a in outputs.values()))
+    step = max(1, SLICE // per_row)
+    starts = list(range(0, rows, step)) or [0]
+
+    def one(lo: int) -> dict[str, Comparison]:
+        want = reference(**{k: v[lo:lo + step] for k, v in inputs.items()})
+        checks = {}
+        for name, out in outputs.items():
+            got, ref = out[lo:lo + step], np.asarray(want[name])
+            if got.shape != ref.shape:
+                raise ValueError(f"output {name}: rows {lo}:{lo + got.shape[0]} have shape {got.shape}, "
+                                 f"the reference's slice {ref.shape}")
+            checks[name] = _compare_flat(np.ascontiguousarray(got).reshape(-1), ref.reshape(-1), tol,
+                                         lo * (out[:1].size or 1))
+        return checks
+
+    parts = _map(one, starts)
+    return {name: _merge([p[name] for p in parts], out.shape) for name, out in outputs.items()}

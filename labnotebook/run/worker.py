@@ -1,37 +1,49 @@
 """One experiment in one process: ``python -m labnotebook.run.worker --out FILE NAME``.
 
-The build starts one of these per experiment (and one to measure the copy ceiling), with a time
-limit, so a crash, a hang or a sticky CUDA error ends this process and nothing else. The record
-goes to ``--out`` as JSON; on an engine error the file holds ``{"error": ...}`` and the exit
-status is 2; on anything unforeseen Python's traceback reaches the build through stdout.
+The build starts one of these per experiment (and one per GPU to measure the copy ceiling, one
+per compute-sanitizer tool and one under Nsight Compute), with a time limit, so a crash, a hang or a sticky CUDA error
+ends this process and nothing else. The record goes to ``--out`` as JSON (``records.Record``);
+on an engine error the file holds ``{"error": ...}`` and the exit status is 2; on anything
+unforeseen Python's traceback reaches the build through stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import sys
 from pathlib import Path
 
 from ..errors import NotebookError
+from ..records import Ceiling, Provenance, Record, Row
 
 
-def measure_ceiling() -> dict:
+def measure_ceiling() -> Record:
+    """The roofs every run is measured against: the copy bandwidth and the FP32 FMA rate."""
     from .device import describe, open_context
+    from .roofs import fp32_fma_peak
     from .timing import GpuTimer
 
     cuda, device, context = open_context()
     try:
-        ceiling = GpuTimer(cuda).copy_bandwidth()
+        timer = GpuTimer(cuda)
+        ceiling, timing = timer.copy_bandwidth()
         info = describe(cuda, device)
+        major, minor = device.compute_capability()
+        fma = fp32_fma_peak(cuda, timer, f"sm_{major}{minor}", info["sm_count"], info["max_threads_per_sm"],
+                            info["device_index"])
     finally:
         context.pop()
-    row = {"kind": "ceiling", "name": "copy", "case": "1 GiB device-to-device", "params": {},
-           "timed": True, "status": "ok", "bytes": ceiling["bytes"],
-           "time": {k: v for k, v in ceiling.items() if k not in ("bytes", "gbs")}}
-    return {"experiment": "ceilings", "title": "Measured ceilings", "gpu": info["gpu"],
-            "provenance": info, "ceiling": {k: ceiling[k] for k in ("gbs", "median_ms", "bytes")},
-            "rows": [row], "status": "ok", "problems": [], "kernels": {}}
+    row = Row(kind="ceiling", name="copy", case="1 GiB device-to-device", params={"device_index": info["device_index"]},
+              status="ok", timed=True, bytes=ceiling.bytes, time=timing)
+    return Record(experiment="ceilings", title="Measured ceilings", gpu=info["gpu"], provenance=Provenance(**info),
+                  ceiling=ceiling, rows=[row, fma], status="ok")
+
+
+def _names(values: list[str] | None) -> set[str] | None:
+    return set(values) if values else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,10 +51,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("experiment", help="experiment folder name, or 'ceilings'")
     parser.add_argument("--root", type=Path, default=Path.cwd())
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--ceiling", type=json.loads, default=None, help="the run's ceiling record")
+    parser.add_argument("--ceiling", type=json.loads, default=None, help="the run's ceiling, as JSON")
     parser.add_argument("--verify-only", action="store_true",
                         help="only verify at the edge cases: no timing, no baselines (for sanitizers)")
+    parser.add_argument("--profile", action="store_true",
+                        help="launch each kernel and GPU baseline once at its profile case, for ncu (no record)")
+    parser.add_argument("--kernel", nargs="+", help="run only these kernels and baselines")
+    parser.add_argument("--case", nargs="+", help="run only these cases")
+    parser.add_argument("--cubin-cache", type=Path, default=None, help="a folder shared by one build's workers")
     args = parser.parse_args(argv)
+    cpus = os.environ.get("NOTEBOOK_CPUS")
+    if cpus and hasattr(os, "sched_setaffinity"):  # this GPU's share of the host's cores
+        os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
     try:
         if args.experiment == "ceilings":
             record = measure_ceiling()
@@ -52,17 +72,41 @@ def main(argv: list[str] | None = None) -> int:
 
             folder = args.root / "snippets" / args.experiment
             exp = load(folder)
-            if args.verify_only:
-                record = run_experiment(exp, folder, args.root, {"gbs": None, "median_ms": None, "bytes": None},
-                                        cases=[], with_baselines=False, log=lambda line: None)
-            else:
-                record = run_experiment(exp, folder, args.root, args.ceiling,
-                                        log=lambda line: print(line, flush=True))
+            chosen = _names(args.case)
+            unknown = sorted((chosen or set()) - {c.name for c in exp.all_cases()})
+            if unknown:
+                raise NotebookError(f"{exp.name} has no case {', '.join(unknown)}; "
+                                    f"have {', '.join(c.name for c in exp.all_cases())}")
+            unknown = sorted((_names(args.kernel) or set()) - set(exp.runnable_names()))
+            if unknown:
+                raise NotebookError(f"{exp.name} has no kernel or baseline {', '.join(unknown)}; "
+                                    f"have {', '.join(exp.runnable_names())}")
+
+            if args.profile:
+                from .profiled import profile_launches
+
+                args.out.write_text(json.dumps(profile_launches(exp, folder, args.root, args.cubin_cache,
+                                                                _names(args.kernel))))
+                return 0
+
+            def pick(cases):
+                return [c for c in cases if chosen is None or c.name in chosen]
+
+            # --verify-only (a sanitizer pass): the edge cases alone, verified, no baselines, no timing.
+            check = args.verify_only
+            record = run_experiment(exp, folder, args.root, Ceiling(**args.ceiling) if args.ceiling else None,
+                                    log=(lambda line: None) if check else (lambda line: print(line, flush=True)),
+                                    measure_ceiling=not check, cases=[] if check else pick(exp.cases),
+                                    edge_cases=pick(exp.edge_cases), large_cases=[] if check else pick(exp.large_cases),
+                                    with_baselines=not check, only=_names(args.kernel), cubin_cache=args.cubin_cache)
+        record.peak_host_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     except NotebookError as e:
         args.out.write_text(json.dumps({"error": str(e), "detail": e.detail}))
         print(f"error: {e}", file=sys.stderr, flush=True)
         return 2
-    args.out.write_text(json.dumps(record, allow_nan=True))
+    from ..store import jsonable
+
+    args.out.write_text(json.dumps(jsonable(record.to_json())))
     return 0
 
 

@@ -1,82 +1,146 @@
-"""The results dashboard: every kernel's headline figure on every GPU, and how each run went."""
+"""The results dashboard: every entry's headline figures on every GPU, and how each run went.
+
+Entries come from the declarations (``snippets/*/experiment.py``), so an entry whose results are
+missing, stale, failed or unreadable on a GPU still has its rows, with a marker in each cell
+where a number would be.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import metrics
-from . import fmt
-from .results import Problem, Results, View
-from .tables import cell, label
+from ..run.declare import Baseline, Experiment
+from . import fmt, profiles
+from .context import Context, mark, marker
+from .fmt import cell
+from .tables import short, table
+from .results import Problem
 
 
-def short(gpu: str) -> str:
-    """``NVIDIA H100 80GB HBM3`` -> ``H100``, for column headings."""
-    return gpu.removeprefix("NVIDIA ").split()[0]
+@dataclass
+class Line:
+    """One row of the dashboard: a kernel or baseline of an entry at its headline case."""
+
+    experiment: str
+    name: str
+    label: str
+    case: str
+    cells: dict[str, tuple[str, str]]  # gpu -> (throughput cell, comparison cell)
+    pcts: dict[str, float | None]  # gpu -> % of copy, for the chart
+    limiter: str = ""  # what limits it on the notebook's GPU, by its profile
 
 
-def headline_rows(results: Results, headlines: dict, gpus: list[str]) -> list[tuple[str, str, dict[str, dict]]]:
-    """``(experiment, row name, {gpu: row})`` for every kernel and baseline at each headline case."""
+def _label(exp: Experiment, name: str) -> str:
+    base = next((b for b in exp.baselines if b.name == name), None)
+    return f"{name} ({'CPU' if base.device == 'cpu' else 'GPU'})" if isinstance(base, Baseline) else f"`{name}`"
+
+
+def _timed_at(exp: Experiment, name: str, case: str) -> bool:
+    """Whether the declaration times ``name`` at ``case`` (a slow rung may leave a case out)."""
+    runnable = next(r for r in [*exp.kernels, *exp.baselines] if r.name == name)
+    return runnable.timed_cases is None or case in runnable.timed_cases
+
+
+def _cell(ctx: Context, experiment: str, gpu: str, name: str, case: str, baseline: str) -> tuple[str, str, float | None]:
+    view = ctx.view(experiment, gpu, note=False)
+    stale = view.problem() if view.record is not None else None
+    try:
+        row = view.timed(name, case)
+    except Problem as p:
+        declined = view.record and view.record.row(name, case)
+        if p.kind == "skipped" and not declined.unavailable:  # the kernel declares it cannot run this case
+            return f'<abbr title="{cell(declined.error or "")}">– not supported</abbr>', "", None
+        return marker(ctx, p), "", None
+    value, unit = metrics.throughput(row)
+    pct = metrics.pct_of_ceiling(row, view.record)
+    figure = fmt.rate(value, unit) + (f" ({fmt.percent(pct)})" if pct else "") if value else fmt.duration(row.time.median_ms)
+    versus = "–"
+    if name != baseline:
+        try:
+            versus = fmt.speed_words(metrics.speedup(row, view.timed(baseline, case)), f"`{baseline}`")
+        except Problem as p:
+            versus = marker(ctx, p)
+    if stale:
+        figure = mark(ctx, stale, figure)
+    return figure, versus, pct
+
+
+def lines(ctx: Context) -> list[Line]:
+    """Every declared kernel and baseline of every entry at its headline case, on every GPU."""
     out = []
-    for experiment, spec in headlines.items():
-        views = {g: results.view(experiment, g) for g in gpus}
-        names = list(dict.fromkeys(r["name"] for v in views.values() if v.shown
-                                   for r in v.shown["rows"]
-                                   if r["case"] == spec["case"] and "time" in r and r["kind"] != "transfer"))
-        for name in names:
-            out.append((experiment, name, {g: _row(v, name, spec["case"]) for g, v in views.items()}))
+    for experiment in ctx.results.folders:
+        try:
+            exp = ctx.results.declaration(experiment)
+            if exp.headline is None:
+                raise Problem("absent", f"{experiment} declares no headline: add headline=Headline(case, baseline) "
+                                        "to its Experiment", experiment)
+        except Problem as p:
+            out.append(Line(experiment, "", marker(ctx, p), "", {}, {}))
+            continue
+        case, baseline = exp.headline.case, exp.headline.baseline
+        for name in exp.runnable_names():
+            if not _timed_at(exp, name, case):
+                continue
+            cells, pcts = {}, {}
+            for gpu in ctx.gpus:
+                figure, versus, pcts[gpu] = _cell(ctx, experiment, gpu, name, case, baseline)
+                cells[gpu] = (figure, versus)
+            out.append(Line(experiment, name, _label(exp, name), case, cells, pcts,
+                            _limiter(ctx, experiment, exp, name)))
     return out
 
 
-def _row(view: View, name: str, case: str) -> dict | None:
+def _limiter(ctx: Context, experiment: str, exp: Experiment, name: str) -> str:
+    base = next((b for b in exp.baselines if b.name == name), None)
+    if base is not None and base.device == "cpu":
+        return "–"
+    view = ctx.view(experiment, ctx.gpu, note=False)
+    if view.record is None:
+        return ""  # the throughput cell already carries the marker
     try:
-        return view.row(name, case)
-    except Problem:
-        return None
+        return profiles.limiter(profiles.profile_of(view, name).main)
+    except Problem as p:
+        return marker(ctx, p)
 
 
-def dashboard_table(results: Results, headlines: dict, gpus: list[str]) -> str:
-    head = ["entry", "", "case"]
-    for g in gpus:
-        head += [f"{short(g)} GB/s (% of copy)", f"{short(g)} speed-up"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for experiment, name, rows in headline_rows(results, headlines, gpus):
-        spec = headlines[experiment]
-        first = next(r for r in rows.values() if r)
-        cells = [f"[{experiment}]({experiment}.md)", label(first), cell(spec["case"])]
-        for g in gpus:
-            row, view = rows[g], results.view(experiment, g)
-            if row is None:
-                cells += ["–", "–"]
-                continue
-            value, unit = metrics.throughput(row)
-            pct = metrics.pct_of_ceiling(row, view.shown)
-            base = _row(view, spec["baseline"], spec["case"])
-            s = metrics.speedup(row, base)
-            cells += [fmt.rate(value, unit) + (f" ({fmt.percent(pct)})" if pct else ""),
-                      f"{fmt.times(s)} over {spec['baseline']}" if s and name != spec["baseline"] else "–"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+def dashboard_table(ctx: Context, rows: list[Line]) -> str:
+    head = ["entry", "kernel or baseline", "case"]
+    for g in ctx.gpus:
+        head += [f"{short(g)}: throughput (% of copy)", f"{short(g)}: against the entry's baseline"]
+    head.append(f"limiter on the {short(ctx.gpu)} (Nsight Compute)")
+    lines = []
+    for line in rows:
+        cells = [f"[{line.experiment}]({line.experiment}.md)", line.label, cell(fmt.case(line.case))]
+        for g in ctx.gpus:
+            cells += list(line.cells.get(g, ("", "")))
+        lines.append(cells + [line.limiter])
+    return table(head, lines)
 
 
-def execution_summary(results: Results, gpus: list[str]) -> str:
+def execution_summary(ctx: Context) -> str:
     """Like sphinx-gallery's computation times: each experiment's last run on each GPU."""
-    head = ["experiment", "GPU", "date", "run time", "state", "rows", "compute-sanitizer"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for experiment in results.experiments:
-        for g in gpus:
-            v = results.view(experiment, g)
-            problems = v.problems()
-            state = ", ".join(p.kind for p in problems) or "fresh"
-            record = v.shown
+    head = ["experiment", "GPU", "date", "commit", "run time", "state", "rows", "compute-sanitizer"]
+    lines = []
+    for experiment in ctx.results.folders:
+        for g in ctx.gpus:
+            v = ctx.view(experiment, g, note=False)
+            problem = v.problem()
+            state = v.state if problem is None else marker(ctx, problem)
+            record = v.record
+            link = f"[{experiment}]({experiment}.md)"
             if record is None:
-                lines.append(f"| [{experiment}]({experiment}.md) | {cell(g)} | – | – | {state} | – | – |")
+                lines.append([link, cell(g), "–", "–", "–", state, "–", "–"])
                 continue
-            rows = record["rows"]
-            count = {s: sum(r["status"] == s for r in rows) for s in ("ok", "xfail", "failed", "skipped")}
+            count = {s: sum(r.status == s for r in record.rows) for s in ("ok", "xfail", "failed", "skipped")}
             shown = ", ".join(f"{n} {s}" for s, n in count.items() if n)
-            san = record.get("sanitizer")
+            san = record.sanitizer
             san_text = ("not run" if not san else
-                        "clean" if all(e["errors"] == 0 for t in san.values() for e in t.values()) else "findings")
-            date = record.get("failed_at") or record["provenance"]["date"]
-            lines.append(f"| [{experiment}]({experiment}.md) | {cell(g)} | {date[:16].replace('T', ' ')} UTC | "
-                         f"{fmt.sig(record.get('duration_s', 0), 3)} s | {state} | {shown} | {san_text} |")
-    return "\n".join(lines)
+                        "clean" if all(e.errors == 0 for t in san.values() for e in t.values()) else "findings")
+            date = record.failed_at or (record.provenance.date if record.provenance else "")
+            p = record.provenance
+            commit = f"`{p.git_commit[:10]}`" if p and p.git_commit else "–"
+            run_time = f"{fmt.sig(record.duration_s, 3)} s" if record.duration_s is not None else "–"
+            lines.append([link, cell(g), f"{date[:16].replace('T', ' ')} UTC", commit, run_time, state, shown,
+                          san_text])
+    return table(head, lines)

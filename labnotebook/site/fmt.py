@@ -1,8 +1,15 @@
-"""How numbers look on the page: three significant figures, units chosen for the size."""
+"""How numbers and names look on the page: three significant figures, units chosen for the size,
+ratios as words, powers of two as superscripts."""
 
 from __future__ import annotations
 
+import html
 import math
+import re
+
+from ..records import Check, Timing
+
+SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
 
 def sig(x: float, digits: int = 3) -> str:
@@ -21,12 +28,11 @@ def duration(ms: float) -> str:
     return f"{sig(ms * 1000)} µs"
 
 
-def spread(row: dict) -> str:
+def spread(t: Timing) -> str:
     """The 10th to 90th percentile of the repetitions, in the median's unit."""
-    t = row["time"]
-    unit = duration(t["median_ms"]).split()[-1]
+    unit = duration(t.median_ms).split()[-1]
     scale = {"s": 1e-3, "ms": 1.0, "µs": 1e3}[unit]
-    return f"{sig(t['q10_ms'] * scale)}–{sig(t['q90_ms'] * scale)} {unit}"
+    return f"{sig(t.q10_ms * scale)}–{sig(t.q90_ms * scale)} {unit}"
 
 
 def rate(value: float, unit: str) -> str:
@@ -41,9 +47,69 @@ def times(x: float) -> str:
     return f"{sig(x)}×"
 
 
-def error(check: dict) -> str:
-    """A verified row's worst error: 'exact', or the largest relative error."""
-    if check["max_abs_err"] == 0:
+def speed_words(ratio: float, than: str = "") -> str:
+    """How many times faster (``ratio`` > 1) or slower one thing is than another, as words, so
+    that no ratio below 1 is ever printed: 1.25 -> '1.25× faster than X', 0.8 -> '1.25× slower
+    than X', and a ratio that rounds to 1.00 -> 'as fast as X'."""
+    if times(1.0) in (times(ratio), times(1 / ratio)):
+        return f"as fast as {than}" if than else "as fast"
+    words = f"{times(ratio)} faster" if ratio > 1 else f"{times(1 / ratio)} slower"
+    return f"{words} than {than}" if than else words
+
+
+def superscripts(text: str) -> str:
+    """Powers written ``2^28`` or ``2^{28}`` as ``2²⁸``: for titles, navigation and table cells,
+    where KaTeX does not run."""
+    return re.sub(r"\^\{?(-?\d+)\}?", lambda m: m.group(1).translate(SUPERSCRIPTS), text)
+
+
+def case(name: str) -> str:
+    """A case's display name (``2^28`` -> ``2²⁸``)."""
+    return superscripts(name)
+
+
+MARKDOWN = str.maketrans({"|": "&#124;", "`": "&#96;", "*": "&#42;", "_": "&#95;", "[": "&#91;", "\n": " "})
+
+
+def cell(text: object) -> str:
+    """Escape anything captured from a program before it goes into a table cell or an attribute:
+    HTML, and the characters Markdown would act on (a backtick would end an attribute early)."""
+    return html.escape(str(text)).translate(MARKDOWN)
+
+
+def bound(ratio: float) -> str:
+    """A verified row's worst error as a share of its allowed bound."""
+    if ratio == 0:
         return "exact"
-    # Both: where results cancel towards zero the relative error is large and the absolute small.
-    return f"rel {check['max_rel_err']:.1e}<br><small>abs {check['max_abs_err']:.1e}</small>"
+    if not math.isfinite(ratio):
+        return "∞ of bound"
+    if ratio < 1e-3:
+        return "<0.1% of bound"
+    return f"{sig(100 * ratio, 2)}% of bound"
+
+
+def tolerance(check: Check) -> str:
+    """The bound each element was held to, as the verifier applies it."""
+    parts = [f"atol {check.atol:.1e}"] if check.atol else []
+    if check.rtol:
+        parts.append(f"rtol {check.rtol:.1e} × |reference|")
+    return " + ".join(parts) or "exact"
+
+
+def check_detail(check: Check) -> str:
+    """Everything about a comparison, for a hover: the raw errors, the tolerance, the count."""
+    return (f"max abs error {check.max_abs_err:.2e}; max rel error {check.max_rel_err:.2e}; "
+            f"tolerance {tolerance(check)}; {check.mismatches:,} of {check.elements:,} elements outside it")
+
+
+def error(check: Check) -> str:
+    """A verified row's error cell: how close it came to failing (its worst error over its bound),
+    with the raw errors and the tolerance on hover. Rows from format 1 that could not recover
+    the ratio show the raw errors themselves."""
+    if check.bound_ratio is not None:
+        shown = bound(check.bound_ratio)
+    elif check.max_abs_err == 0:
+        shown = "exact"
+    else:
+        shown = f"abs {check.max_abs_err:.1e}, rel {check.max_rel_err:.1e}"
+    return f'<abbr title="{cell(check_detail(check))}">{shown}</abbr>'

@@ -1,292 +1,492 @@
-"""The macros a page uses to show results (mkdocs-macros loads this module by name).
+"""The macros a page uses to show results: plain functions of a ``Context``, registered with
+mkdocs-macros by the thin ``define_env`` at the end.
 
-Every number on a page comes through one of these, from the committed results. When a result is
-missing, failed or stale the macro shows that on the page instead of (or beside) the number and
-logs a warning, so ``mkdocs build --strict`` fails while ``mkdocs serve`` still shows the page.
+Every number, and every word that compares two numbers, comes through one of these, from the
+committed results. The rule all of them follow (a marker where the number would be, and a
+warning that fails ``--strict``) lives in ``context.macro``. docs/authoring.md lists them for
+authors; each docstring states its contract.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-import shutil
 from pathlib import Path
 
-import yaml
-
 from .. import metrics
-from ..errors import NotebookError
-from . import dashboard as board
-from . import fmt, plots, tables
+from ..experiments import source_files
 from ..store import CEILINGS
-from .results import Problem, Results, View
+from . import claims, dashboard as board, fmt, frontmatter, plots, profiles, tables
+from .claims import Side
+from .context import Context, macro
+from .fmt import cell
+from .results import Problem, run_command
 
 log = logging.getLogger("mkdocs.plugins.labnotebook")
-SOURCE_SUFFIXES = {".cu", ".cuh", ".py"}
+
+
+# -- tables ------------------------------------------------------------------------------------
+
+@macro("block")
+def results_table(ctx, experiment, cases=None, kernels=None, baseline=None, percent=False, gpu=None):
+    """Rows at cases (default: every timed row), with the comparison with ``baseline`` in words
+    ("1.25× faster", "3.1× slower"; with ``percent``, as "% of" it), and the provenance box."""
+    v = ctx.view(experiment, gpu)
+    return (tables.results_table(v, ctx.note, cases, kernels, baseline, percent) + "\n\n"
+            + tables.provenance(v))
+
+
+@macro("block")
+def side_by_side(ctx, experiment, kernels, cases, gpu=None):
+    """A compact table of a few rows, each compared with the first: a rung beside the one before."""
+    v = ctx.view(experiment, gpu)
+    return tables.results_table(v, ctx.note, cases, kernels, kernels[0]) + tables.caption([v])
+
+
+@macro("block")
+def checks(ctx, experiment, gpu=None):
+    """Every case that was verified but not timed (edge sizes, extreme values), per row."""
+    return tables.checks_table(ctx.view(experiment, gpu), ctx.note)
+
+
+@macro("block")
+def kernel_report(ctx, experiment, gpu=None):
+    """Registers, shared memory, spills, occupancy and the compute-sanitizer's verdict per kernel."""
+    return tables.kernel_report(ctx.view(experiment, gpu))
+
+
+@macro("block")
+def profile(ctx, experiment, gpu=None):
+    """Nsight Compute's view of each kernel and GPU baseline at its profile case (limiter, DRAM,
+    caches, occupancy, stalls), and a sentence per rung on what its profile changed."""
+    v = ctx.view(experiment, gpu)
+    steps = profiles.ladder(v, ctx.note)
+    return profiles.profile_table(v, ctx.note) + ("\n\n" + steps if steps else "") + "\n"
+
+
+@macro("block")
+def end_to_end(ctx, experiment, kernel, cpu, cases, gpu=None):
+    """The CPU against the GPU, kernel alone and with its host<->device copies."""
+    return tables.end_to_end_table(ctx.view(experiment, gpu), kernel, cpu, cases) + "\n"
+
+
+@macro("block")
+def gpu_table(ctx, experiment, case, kernels, gpus=None):
+    """One case on every GPU of ``extra.notebook.gpus`` (or those named), side by side."""
+    views = [ctx.view(experiment, g) for g in gpus or ctx.gpus]
+    return tables.gpu_table(views, case, kernels, ctx.note) + "\n"
+
+
+@macro("block")
+def phase_table(ctx, experiment, case, gpu=None):
+    """Every phase of a whole program run in fresh processes: median, spread, share."""
+    return tables.phase_table(ctx.view(experiment, gpu), case)
+
+
+@macro("block")
+def gpu_facts(ctx):
+    """Each GPU's properties as its driver reported them in the last run (the ceiling runs)."""
+    return tables.gpu_facts([ctx.view(CEILINGS, g).require() for g in ctx.gpus]) + "\n"
+
+
+@macro("block")
+def run_output(ctx, experiment, gpu=None):
+    """What the run reported, row by row, as the build prints it."""
+    lines = []
+    for r in ctx.view(experiment, gpu).require().rows:
+        t = f"{r.time.median_ms:.4f} ms" if r.time else ""
+        lines.append(f"{r.case:>20}  {r.name:<24} {r.status:<8} {t}  {r.error or ''}".rstrip())
+    return "```text\n" + "\n".join(lines) + "\n```\n"
+
+
+@macro("block")
+def sources(ctx, experiment):
+    """Links to the exact files that ran (copied into the site by the hooks), with their hash."""
+    folder = ctx.results.folder(experiment)
+    files = [p.name for p in source_files(folder)]
+    links = " · ".join(f'<a href="../snippets/{experiment}/{name}" download><code>{name}</code></a>'
+                       for name in files)
+    return (f'!!! abstract "Source files"\n    {links} — with the engine, they hash to '
+            f'`{ctx.results.hashes[experiment]}`: results made from exactly these files record the same hash.\n')
+
+
+@macro("block")
+def reproduce(ctx, experiment):
+    """The commands that re-make this entry's results on a GPU, annotated."""
+    ctx.results.folder(experiment)
+    return f"""```bash
+pip install -e '.[gpu]'  # (1)!
+{run_command(experiment)} --force  # (2)!
+python build_results.py --summary | grep '"{experiment}"'  # (3)!
+mkdocs serve  # (4)!
+```
+
+1.  On a machine with an NVIDIA GPU and the CUDA toolkit: PyCUDA builds against `nvcc`.
+2.  Compiles, verifies, times and sanitizes every kernel of this entry, and writes
+    `results/{experiment}/<gpu>.json` — only if every check passed.
+3.  Every result of this entry on every GPU, one JSON object per line: what this page is drawn from.
+4.  The page again, now from your GPU's results if you point `extra.notebook.gpu` in `mkdocs.yml` at it.
+"""
+
+
+@macro("block")
+def entry_results(ctx, experiment, cases=None, kernels=None, baseline=None, percent=False, numbers=True):
+    """The part every entry page has: its numbers (``results_table`` with these arguments and the
+    provenance box; ``numbers=False`` where the page shows its tables itself), the checks, the
+    compiler's and sanitizer's report, the run's output, the source files and how to reproduce
+    it. Without results (a draft) it says so, with the command to run."""
+    parts = []
+    if numbers:
+        options = {k: v for k, v in dict(cases=cases, kernels=kernels, baseline=baseline, percent=percent).items() if v}
+        parts += ["## The numbers", results_table(ctx, experiment, **options)]
+    if ctx.results.view(experiment, ctx.gpu).record is None:
+        parts += [] if numbers else [results_table(ctx, experiment)]  # its box says what is missing
+    else:
+        edges = checks(ctx, experiment)
+        parts += (["## Verified, not timed", edges] if edges.strip() else []) + [
+            "## What the compiler gave each kernel", kernel_report(ctx, experiment),
+            "## What the profiler saw", profile(ctx, experiment),
+            '??? note "What the run printed"', _indent(run_output(ctx, experiment))]
+    parts += ["## Reproduce this entry", reproduce(ctx, experiment), sources(ctx, experiment)]
+    return "\n\n".join(parts) + "\n"
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line if line else line for line in text.splitlines())
+
+
+# -- charts ------------------------------------------------------------------------------------
+
+@macro("block")
+def sweep_plot(ctx, experiment, names, size_param="n", cases=None, gpu=None):
+    """Throughput against ``size_param``, one line per name; the title says what every plotted
+    case shares, the legend only what has points."""
+    v = ctx.view(experiment, gpu)
+    v.require()
+    return plots.figure(plots.bandwidth_sweep(v, names, size_param, cases, ctx.note))
+
+
+@macro("block")
+def case_bars(ctx, experiment, kernel, cases, gpu=None):
+    """One row at several cases that are not a numeric sweep (block shapes, say), as bars."""
+    v = ctx.view(experiment, gpu)
+    return plots.figure(plots.case_bars(v, kernel, cases))
+
+
+@macro("block")
+def rung_bars(ctx, experiment, case, kernels, reference, gpu=None):
+    """Every rung at one case as a bar, labelled with its % of ``reference``."""
+    v = ctx.view(experiment, gpu)
+    return plots.figure(plots.rung_bars(v, case, kernels, reference))
+
+
+@macro("block")
+def phase_chart(ctx, experiment, case, gpu=None):
+    """A whole program's phases as bars, on a log scale."""
+    v = ctx.view(experiment, gpu)
+    return plots.figure(plots.phase_chart(v, case))
+
+
+# -- the dashboard and the contents --------------------------------------------------------------
+
+@macro("block")
+def dashboard(ctx):
+    """Every entry's kernels and baselines at its declared headline case, on every GPU, compared
+    with its declared baseline; a marker in every cell that has no trustworthy number."""
+    return f'<div class="nb-dashboard" markdown>\n\n{board.dashboard_table(ctx, board.lines(ctx))}\n\n</div>\n'
+
+
+@macro("block")
+def ceiling_chart(ctx):
+    """Each headline row's bandwidth as a share of its GPU's copy bandwidth."""
+    entries = [(f"{line.experiment} · {line.name}", line.pcts) for line in board.lines(ctx)
+               if any(line.pcts.values())]
+    return plots.figure(plots.ceiling_chart(entries, ctx.gpus))
+
+
+@macro("block")
+def roofline(ctx, tensor=None):
+    """A roofline per GPU. Its memory roof is the copy bandwidth and its FP32 roof the FMA
+    microbenchmark, both measured by the ceilings run on that GPU; ``tensor`` = (experiment,
+    [baselines]) names the library runs whose best TFLOP/s is drawn as the tensor-core roof.
+    Each kernel and GPU baseline that declares its arithmetic intensity is placed at its
+    profile case (``Experiment.profile_case``)."""
+    charts = []
+    for gpu in ctx.gpus:
+        roofs_record = ctx.view(CEILINGS, gpu).require()
+        fma, copy = metrics.fma_tflops(roofs_record), metrics.ceiling_gbs(roofs_record)
+        if fma is None or copy is None:
+            lacking = "FP32 FMA rate" if fma is None else "copy bandwidth"
+            raise Problem("absent", f"the ceilings on {gpu} hold no {lacking} (measured by runs since the "
+                                    f"roofline was added): run `{run_command(CEILINGS)}` there", CEILINGS)
+        roofs = {"FP32 FMA (CUDA cores)": fma}
+        if tensor:
+            experiment, names = tensor
+            rows = [r for r in ctx.view(experiment, gpu).require().rows
+                    if r.name in names and r.ok and r.time and r.flops]
+            if not rows:
+                raise Problem("absent", f"{experiment} on {gpu} has no timed row of {', '.join(names)}", experiment)
+            best_row = max(rows, key=lambda r: metrics.throughput(r)[0])
+            roofs[f"fp16 tensor cores: best of {best_row.name}"] = metrics.throughput(best_row)[0]
+        charts.append(plots.figure(plots.roofline(gpu, copy, roofs, _roof_points(ctx, gpu))))
+    return "\n\n".join(charts) + "\n"
+
+
+def _roof_points(ctx, gpu) -> list[plots.RoofPoint]:
+    points = []
+    for experiment in ctx.results.folders:
+        view = ctx.view(experiment, gpu, note=False)
+        problem = view.problem()
+        if problem is not None:
+            ctx.report(problem)  # a point from stale or failed results is not drawn as if it were good
+            continue
+        exp = ctx.results.declaration(experiment)
+        for name in exp.runnable_names():
+            case = exp.profile_case(name)
+            row = view.record.row(name, case) if case else None
+            if row is None or not row.ok or not row.time or not row.intensity or row.device == "cpu":
+                continue
+            value, unit = metrics.throughput(row)
+            tflops = value if unit == "TFLOP/s" else value * row.intensity / 1e3
+            points.append(plots.RoofPoint(experiment, name, row.kind, row.intensity, tflops))
+    return points
+
+
+@macro("block")
+def execution_summary(ctx):
+    """When each experiment last ran on each GPU, at which commit, and how it went."""
+    return board.execution_summary(ctx) + "\n"
+
+
+@macro("block")
+def results_provenance(ctx):
+    """Which runs the site's numbers come from: per GPU, the dates and commits of its results."""
+    lines = []
+    for g in ctx.gpus:
+        records = [ctx.view(e, g, note=False).record for e in ctx.results.folders]
+        records = [r for r in records if r is not None and r.provenance]
+        commits = sorted({r.provenance.git_commit[:10] for r in records if r.provenance.git_commit})
+        dates = sorted(r.provenance.date[:10] for r in records)
+        if not records:
+            lines.append(f"- **{cell(g)}**: no results yet.")
+            continue
+        span = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
+        lines.append(f"- **{cell(g)}**: {len(records)} of {len(ctx.results.folders)} entries, measured "
+                     f"{span} at commit{'s' if len(commits) > 1 else ''} "
+                     + ", ".join(f"`{c}`" for c in commits) + ".")
+    return "\n".join(lines) + "\n"
+
+
+def contents(ctx, pages):
+    """The entries, by topic, oldest first, from their front matter."""
+    return frontmatter.contents([p for p in pages if p.entry])
+
+
+# -- inline figures and words --------------------------------------------------------------------
+
+@macro("inline")
+def value(ctx, experiment, kernel, case, what="median", gpu=None, among="kernel"):
+    """One figure of one verified, timed row: median, throughput, pct_ceiling (of the copy
+    bandwidth; GPU memory traffic only) or max_error (any verified row). ``kernel`` may be
+    "fastest" (or "best") or "slowest": picked at ``case`` among ``among`` (names, or a kind)."""
+    v = ctx.view(experiment, gpu)
+    row = v.row(kernel, case) if what == "max_error" else Side(v, kernel, case, among=among).row()
+    if what == "median":
+        return fmt.duration(row.time.median_ms)
+    if what == "throughput":
+        value_, unit = metrics.throughput(row)
+        if value_ is None:
+            raise Problem("absent", f"{experiment}/{row.name} at {case} moves no declared bytes or flops", experiment)
+        return fmt.rate(value_, unit)
+    if what == "pct_ceiling":
+        pct = metrics.pct_of_ceiling(row, v.record)
+        if pct is None:
+            raise Problem("absent", f"{experiment}/{row.name} at {case} is not GPU memory traffic: it has no % "
+                                    "of the copy bandwidth", experiment)
+        return fmt.percent(pct)
+    if what == "max_error":
+        if not row.ok or row.check is None:
+            raise Problem("row failed" if row.status == "failed" else "absent",
+                          f"{experiment}/{row.name} at {case} has no verified output ({row.status})", experiment)
+        return fmt.sig(row.check.max_abs_err, 2)
+    raise Problem("error", f"value(): 'what' is median, throughput, pct_ceiling or max_error; got {what!r}")
+
+
+@macro("inline")
+def ceiling(ctx, experiment, gpu=None):
+    """The copy bandwidth measured in the same run as the experiment's results."""
+    record = ctx.view(experiment, gpu).require()
+    gbs = metrics.ceiling_gbs(record)
+    if gbs is None:
+        raise Problem("absent", f"{experiment} on {record.gpu} recorded no copy ceiling", experiment)
+    return fmt.rate(gbs, "GB/s")
+
+
+@macro("inline")
+def compare(ctx, experiment, case, a, b, than=None, case_b=None, gpu_b=None, experiment_b=None,
+            with_copies=False, among="kernel", gpu=None):
+    """'1.01× faster than `b`', '1.2× slower than `b`' or 'as fast as `b`': the direction word
+    from the data, never a ratio below 1. ``b`` may be at another case (``case_b``), on another
+    GPU (``gpu_b``) or of another experiment (``experiment_b``); ``than`` replaces the default
+    name of ``b`` ("" leaves it out: "1.3× faster"); ``with_copies`` adds a's copies to its time;
+    ``a`` may be "fastest"/"slowest", picked among ``among``."""
+    side_a = Side(ctx.view(experiment, gpu), a, case, with_copies, among)
+    side_b = Side(ctx.view(experiment_b or experiment, gpu_b or gpu), b, case_b or case, among=among)
+    if than is None:
+        than = f"`{b}`" + (f" at {fmt.case(case_b)}" if case_b else "") + (
+            f" on the {tables.short(gpu_b)}" if gpu_b else "")
+    return fmt.speed_words(claims.speed_ratio(side_a, side_b), than)
+
+
+@macro("inline")
+def profile_gain(ctx, experiment, a, b, gpu=None):
+    """A sentence on what Nsight Compute saw change from kernel ``a`` to ``b`` (DRAM throughput,
+    occupancy, the busiest pipe, the leading stall), direction words from the data."""
+    return profiles.gain(ctx.view(experiment, gpu), a, b)
+
+
+@macro("inline")
+def limiter(ctx, experiment, kernel, gpu=None):
+    """What limits ``kernel`` by its profile: memory-, compute- or latency-bound."""
+    return profiles.limiter(profiles.profile_of(ctx.view(experiment, gpu), kernel).main)
+
+
+@macro("inline")
+def best(ctx, experiment, case, among="kernel", gpu=None):
+    """The name of the fastest verified, timed row at ``case`` among ``among`` (names, or a kind;
+    default: the kernels)."""
+    return f"`{ctx.view(experiment, gpu).pick(case, among).name}`"
+
+
+@macro("inline")
+def same_output(ctx, experiment, kernels, gpu=None):
+    """Whether the kernels wrote bit-identical outputs in every case where all ran (by digest)."""
+    by_case: dict[str, dict[str, str]] = {}
+    for r in ctx.view(experiment, gpu).require().rows:
+        if r.kind == "kernel" and r.name in kernels and r.ok and r.digest:
+            by_case.setdefault(r.case, {})[r.name] = r.digest
+    both = {c: set(d.values()) for c, d in by_case.items() if len(d) == len(kernels)}
+    differ = [c for c, digests in both.items() if len(digests) != 1]
+    if differ or not both:
+        if not both:
+            raise Problem("absent", f"{experiment}: {kernels} never verified together at one case", experiment)
+        raise Problem("contradicted", f"{experiment}: {kernels} differ at {differ}", experiment)
+    together = "both" if len(kernels) == 2 else f"all {len(kernels)}"
+    return f"bit-identical in all {len(both)} cases where {together} ran"
+
+
+@macro("inline")
+def claim(ctx, experiment, a, relation, b, case=None, cases=None, case_b=None, gpu=None, gpu_b=None,
+          experiment_b=None, among="kernel", by="time", caller=None):
+    """Check a sentence's comparison against the data at every case it covers. Use it as
+    ``{% call claim(...) %}the sentence{% endcall %}``: the sentence is shown with a ✓ whose
+    hover gives the figures, or, where the data contradicts it, followed by the figures that do,
+    with a warning that fails --strict naming the page, the claim and the figures.
+
+    ``relation``: "faster", "slower", "within N%" (either way), or "one of" (``a`` is "fastest"
+    or "slowest", picked among ``among``, and ``b`` lists the names it must be one of). ``a`` and
+    ``b`` are row names, or lists (every pair of them is checked; two lists pair up in order).
+    ``cases`` (or ``case``): where to check; by default every timed case where both sides ran.
+    ``case_b``/``gpu_b``/``experiment_b``: the other side's case, GPU or experiment.
+    ``by="pct_ceiling"`` compares shares of each run's copy bandwidth instead of times."""
+    body = caller() if caller else ""
+    if by not in claims.MEASURES:
+        raise Problem("error", f"claim(): by is one of {claims.MEASURES}; got {by!r}")
+    claims.check_relation(relation)
+    view_a, view_b = ctx.view(experiment, gpu), ctx.view(experiment_b or experiment, gpu_b or gpu)
+    pairs = _pairs(a, b, relation)
+    where = cases or ([case] if case else _where_all_ran(view_a, view_b, pairs, relation, case_b, among))
+    if not where:  # a misspelt row, or rows that never ran together: nothing to check is no ✓
+        raise Problem("absent", f"claim(): no case where {_names(a)} and {_names(b)} were both timed", experiment)
+    other = " ".join(x for x in (experiment_b, case_b and f"at {fmt.case(case_b)}",
+                                 gpu_b and f"on the {tables.short(gpu_b)}") if x)
+    subject = f"the {a} of {_names(among) if isinstance(among, list) else 'the ' + among + 's'}" \
+        if isinstance(a, str) and a in claims.PICKS else _names(a)
+    verb = {"faster": "faster than", "slower": "slower than", "one of": "one of"}.get(relation, relation + " of")
+    statement = (f"{subject} {verb} {_names(b)}{' ' + other if other else ''}, "
+                 f"at {', '.join(fmt.case(c) for c in where)}")
+    checked, broken = [], []
+    for c in where:
+        for x, y in pairs:
+            side = Side(view_a, x, c, among=among)
+            ok, figures = (claims.one_of(side, y) if relation == "one of"
+                           else claims.holds(relation, side, Side(view_b, y, case_b or c, among=among), by))
+            (checked if ok else broken).append(figures)
+    if broken:
+        problem = Problem("contradicted", f"the claim “{statement}” does not hold: {'; '.join(broken)}", experiment)
+        ctx.report(problem)
+        marker = (f' <span class="nb-problem" title="{cell(problem)}">✗ contradicted by the results: '
+                  f"{cell('; '.join(broken))}</span>")
+        return _attach(body, marker)
+    return _attach(body, f'<span class="nb-claim" title="Checked against the results: {cell(statement)}: '
+                         f'{cell("; ".join(checked))}">✓</span>')
+
+
+def _where_all_ran(view_a, view_b, pairs, relation, case_b, among) -> list[str]:
+    """Every timed case where each named row of both sides was verified and timed."""
+    def ran(view, name, case):
+        try:
+            Side(view, name, case, among=among).row()  # a pick from a set with no timed row at case did not run
+            return True
+        except Problem:
+            return False
+    return [c for c in view_a.cases() if all(ran(view_a, x, c) and (relation == "one of" or ran(view_b, y, case_b or c))
+                                             for x, y in pairs)]
+
+
+def _attach(body: str, tick: str) -> str:
+    """The tick after the sentence's last word, keeping the whitespace that follows it."""
+    stripped = body.rstrip()
+    return stripped + tick + body[len(stripped):]
+
+
+def _pairs(a, b, relation):
+    if relation == "one of":
+        return [(a, b)]
+    a_list, b_list = (a if isinstance(a, list) else [a]), (b if isinstance(b, list) else [b])
+    if len(a_list) > 1 and len(b_list) > 1:
+        if len(a_list) != len(b_list):
+            raise Problem("error", f"claim(): lists a={a_list} and b={b_list} are compared pairwise; "
+                                   "give them the same length")
+        return list(zip(a_list, b_list))
+    return [(x, y) for x in a_list for y in b_list]
+
+
+def _names(x) -> str:
+    return ", ".join(f"`{n}`" for n in x) if isinstance(x, list) else f"`{x}`"
+
+
+# -- registration --------------------------------------------------------------------------------
+
+MACROS = [results_table, side_by_side, checks, kernel_report, end_to_end, gpu_table, phase_table, gpu_facts,
+          run_output, sources, reproduce, entry_results, sweep_plot, case_bars, rung_bars, phase_chart, dashboard,
+          ceiling_chart, execution_summary, results_provenance, value, ceiling, compare, best,
+          same_output, claim, profile, profile_gain, limiter, roofline]
 
 
 def define_env(env) -> None:
+    """Register every macro, bound to one Context per build that follows the page being rendered."""
+    import functools
+
+    from .results import Results
+
     root = Path(env.conf["config_file_path"]).parent
-    results = Results(root)
     notebook = env.conf["extra"]["notebook"]
-    default_gpu = notebook["gpu"]
-    reported: set[tuple[str, str]] = set()
+    try:
+        pages = frontmatter.pages(Path(env.conf["docs_dir"]), env.conf["nav"])
+    except frontmatter.FrontMatterError:
+        pages = []  # the hooks report it, in one line, before any page renders
+    drafts = frozenset(Path(p.path).stem for p in pages if p.entry and p.draft)
+    ctx = Context(Results(root), notebook["gpu"], list(notebook["gpus"]), warn=log.warning, info=log.info,
+                  drafts=drafts)
 
-    def page() -> str:
-        return env.page.file.src_uri if env.page else "?"
+    def bind(fn):
+        @functools.wraps(fn)
+        def bound(*args, **kwargs):
+            page = env.page
+            ctx.at(page.file.src_uri if page else "?", bool(page and page.meta.get("draft")))
+            return fn(ctx, *args, **kwargs)
+        return bound
 
-    def warn(message: str) -> None:
-        key = (page(), message)
-        if key not in reported:
-            reported.add(key)
-            log.warning(f"{page()}: {message}")
-
-    def view(experiment: str, gpu: str | None) -> View:
-        v = results.view(experiment, gpu or default_gpu)
-        for problem in v.problems():
-            warn(str(problem))
-        return v
-
-    def guarded(show_problem):
-        """Register a macro that, on a problem, warns (failing --strict) and shows ``show_problem``."""
-        def register(fn):
-            @functools.wraps(fn)
-            def wrapper(*args, **kwargs):
-                try:
-                    return fn(*args, **kwargs)
-                except (Problem, NotebookError) as e:
-                    warn(str(e))
-                    return show_problem(e if isinstance(e, Problem) else Problem("missing", str(e)))
-            return env.macro(wrapper)
-        return register
-
-    # A block macro's problem is a box in its place; an inline value's, a marked placeholder.
-    block = guarded(tables.problem_box)
-    inline = guarded(lambda p: f'<span class="nb-problem" title="{tables.cell(p)}">⚠ {p.kind} result</span>')
-
-    def boxes(v: View) -> str:
-        return "".join(tables.problem_box(p) + "\n" for p in v.problems())
-
-    @block
-    def results_table(experiment, cases=None, kernels=None, baseline=None, percent=False, gpu=None):
-        """A table of rows, with any problem boxes above it and the provenance below."""
-        v = view(experiment, gpu)
-        return (boxes(v) + tables.results_table(v, cases, kernels, baseline, percent) + "\n\n"
-                + tables.provenance(v))
-
-    @block
-    def rung_bars(experiment, case, kernels, reference, gpu=None):
-        v = view(experiment, gpu)
-        return f'<figure class="nb-plot">\n{plots.rung_bars(v, case, kernels, reference)}\n</figure>'
-
-    @block
-    def phase_chart(experiment, case, gpu=None):
-        v = view(experiment, gpu)
-        return f'<figure class="nb-plot">\n{plots.phase_chart(v, case)}\n</figure>'
-
-    @block
-    def phase_table(experiment, case, gpu=None):
-        v = view(experiment, gpu)
-        return boxes(v) + tables.phase_table(v, case)
-
-    @block
-    def gpu_facts():
-        """Each GPU's properties as read at run time (the ceiling runs' provenance)."""
-        records = [results.view(CEILINGS, g).shown for g in notebook["gpus"]]
-        if not all(records):
-            raise Problem("missing", f"no ceiling results for every GPU in {notebook['gpus']}")
-        return tables.gpu_facts(records) + "\n"
-
-    @block
-    def compare(experiment, kernels, cases, gpu=None):
-        """A compact table of a few rows, speed-ups over the first: a rung beside the one before."""
-        v = view(experiment, gpu)
-        return (boxes(v) + tables.results_table(v, cases, kernels, kernels[0]) + tables.caption([v]))
-
-    @block
-    def end_to_end(experiment, kernel, cpu, cases, gpu=None):
-        v = view(experiment, gpu)
-        return boxes(v) + tables.end_to_end_table(v, kernel, cpu, cases) + "\n"
-
-    @block
-    def sweep_plot(experiment, names, size_param="n", title="Bandwidth against size", cases=None, gpu=None):
-        v = view(experiment, gpu)
-        if v.shown is None:
-            raise v.problems()[0]
-        svg = plots.bandwidth_sweep(v, names, size_param, title, cases)
-        return f'<figure class="nb-plot">\n{svg}\n</figure>'
-
-    @block
-    def gpu_table(experiment, case, kernels, gpus=None):
-        """One case on every GPU that has results (or those named), side by side."""
-        names = gpus or notebook["gpus"]
-        views = [view(experiment, g) for g in names]
-        return tables.gpu_table(views, case, kernels) + "\n"
-
-    @block
-    def dashboard():
-        """Every kernel's headline figure on every GPU, linked to its entry."""
-        return board.dashboard_table(results, notebook["headlines"], notebook["gpus"]) + "\n"
-
-    @block
-    def execution_summary():
-        return board.execution_summary(results, notebook["gpus"]) + "\n"
-
-    @block
-    def ceiling_chart():
-        """Each kernel's bandwidth at its headline case as a share of the copy ceiling, per GPU."""
-        entries = []
-        for experiment, name, rows in board.headline_rows(results, notebook["headlines"], notebook["gpus"]):
-            pcts = {g: metrics.pct_of_ceiling(r, results.view(experiment, g).shown) if r else None
-                    for g, r in rows.items()}
-            if any(pcts.values()):
-                entries.append((f"{experiment} · {name}", pcts))
-        return f'<figure class="nb-plot">\n{plots.ceiling_chart(entries, notebook["gpus"])}\n</figure>'
-
-    @block
-    def kernel_report(experiment, gpu=None):
-        return tables.kernel_report(view(experiment, gpu))
-
-    @block
-    def case_bars(experiment, kernel, cases, title, gpu=None):
-        v = view(experiment, gpu)
-        return f'<figure class="nb-plot">\n{plots.case_bars(v, kernel, cases, title)}\n</figure>'
-
-    @block
-    def checks(experiment, gpu=None):
-        return tables.checks_table(view(experiment, gpu))
-
-    @inline
-    def value(experiment, kernel, case, what="median", gpu=None):
-        """One figure of one row: median, throughput or pct_ceiling."""
-        v = view(experiment, gpu)
-        row = v.row(kernel, case)
-        if what == "median":
-            text = fmt.duration(metrics.median_ms(row))
-        elif what == "throughput":
-            text = fmt.rate(*metrics.throughput(row))
-        elif what == "pct_ceiling":
-            text = fmt.percent(metrics.pct_of_ceiling(row, v.shown))
-        elif what == "max_error":
-            text = f"{fmt.sig(row['check']['max_abs_err'], 2)}"
-        else:
-            raise NotebookError(f"value(): unknown figure {what!r}")
-        return text + (' <span class="nb-stale">(stale)</span>' if v.stale else "")
-
-    @inline
-    def ceiling(experiment, gpu=None):
-        """The copy bandwidth measured in the same run as the experiment's results."""
-        v = view(experiment, gpu)
-        return fmt.rate(v.shown["ceiling"]["gbs"], "GB/s")
-
-    @inline
-    def speedup(experiment, case, fast, slow, with_copies=False, words=False, gpu=None):
-        """How many times faster ``fast`` is than ``slow``; with_copies adds fast's transfers.
-        With ``words``, the sentence's verb comes from the data: '3.1× faster' or '1.3× slower'."""
-        v = view(experiment, gpu)
-        fast_ms = metrics.median_ms(v.row(fast, case))
-        if with_copies:
-            fast_ms += sum(metrics.median_ms(v.row(t, case)) for t in ("h2d", "d2h"))
-        ratio = metrics.median_ms(v.row(slow, case)) / fast_ms
-        if not words:
-            return fmt.times(ratio)
-        return f"{fmt.times(ratio)} faster" if ratio >= 1 else f"{fmt.times(1 / ratio)} slower"
-
-    @inline
-    def ratio(experiment, kernel, fast_case, slow_case, gpu=None):
-        """How many times longer ``kernel`` takes at ``slow_case`` than at ``fast_case``."""
-        v = view(experiment, gpu)
-        return fmt.times(metrics.median_ms(v.row(kernel, slow_case)) / metrics.median_ms(v.row(kernel, fast_case)))
-
-    @inline
-    def best(experiment, case, gpu=None):
-        """The name of the fastest verified kernel at ``case``."""
-        return f"`{view(experiment, gpu).best(case)}`"
-
-    @inline
-    def gpu_name(experiment, gpu=None):
-        return tables.cell(view(experiment, gpu).gpu)
-
-    @inline
-    def same_output(experiment, kernels, gpu=None):
-        """Whether the kernels wrote bit-identical outputs in every case, checked by digest."""
-        v = view(experiment, gpu)
-        by_case: dict[str, dict[str, str]] = {}
-        for r in v.shown["rows"]:
-            if r["kind"] == "kernel" and r["name"] in kernels and r["status"] == "ok":
-                by_case.setdefault(r["case"], {})[r["name"]] = r["digest"]
-        both = {c: set(d.values()) for c, d in by_case.items() if len(d) == len(kernels)}
-        differ = [c for c, digests in both.items() if len(digests) != 1]
-        if differ or not both:
-            raise Problem("failed", f"{experiment}: {kernels} differ at {differ or 'every case'}")
-        return f"bit-identical in all {len(both)} cases where both ran"
-
-    @block
-    def sources(experiment):
-        """Links to the exact files that ran (copied into the site by on_post_build)."""
-        folder = results.experiments[experiment]
-        files = sorted(p.name for p in folder.iterdir() if p.suffix in SOURCE_SUFFIXES)
-        links = " · ".join(f'<a href="../snippets/{experiment}/{name}" download><code>{name}</code></a>'
-                           for name in files)
-        return (f'!!! abstract "Source files"\n    {links} — source hash '
-                f'`{results.hashes[experiment]}`, as recorded with the results.\n')
-
-    @block
-    def run_output(experiment, gpu=None):
-        """What the run reported, row by row, as the build prints it."""
-        v = view(experiment, gpu)
-        if v.shown is None:
-            raise v.problems()[0]
-        lines = []
-        for r in v.shown["rows"]:
-            t = f"{r['time']['median_ms']:.4f} ms" if "time" in r else ""
-            lines.append(f"{r['case']:>20}  {r['name']:<24} {r['status']:<8} {t}  {r.get('error', '')}".rstrip())
-        return "```text\n" + "\n".join(lines) + "\n```\n"
-
-    @env.macro
-    def contents():
-        """The notebook's entries, one line each, oldest first, from each page's front matter."""
-        docs = Path(env.conf["docs_dir"])
-        entries = []
-        for position, path in enumerate(_nav_files(env.conf["nav"])):
-            meta = _front_matter(docs / path)
-            if "date" in meta:
-                entries.append((str(meta["date"]), position, path, meta))
-        entries.sort()
-        if not entries:
-            return ""
-        date, _, path, meta = entries[-1]
-        out = [f'!!! tip "Latest entry, {date}"\n    [{meta["title"]}]({path}) — {meta.get("summary", "")}\n']
-        for topic in dict.fromkeys(m.get("topic", "Other") for *_, m in entries):
-            out.append(f"### {topic}\n")
-            out += [f"- **{d}** · [{m['title']}]({p}) — {m.get('summary', '')}"
-                    for d, _, p, m in entries if m.get("topic", "Other") == topic]
-            out.append("")
-        return "\n".join(out)
-
-
-def _nav_files(nav) -> list[str]:
-    out = []
-    for item in nav or []:
-        value = next(iter(item.values())) if isinstance(item, dict) else item
-        out += _nav_files(value) if isinstance(value, list) else [value]
-    return out
-
-
-def _front_matter(path: Path) -> dict:
-    text = path.read_text(encoding="utf-8")
-    if not text.startswith("---"):
-        return {}
-    return yaml.safe_load(text.split("---", 2)[1]) or {}
-
-
-def on_post_build(env) -> None:
-    """Put the experiments' source files into the site, so pages can link the very files that ran."""
-    root = Path(env.conf["config_file_path"]).parent
-    site = Path(env.conf["site_dir"])
-    for folder in (root / "snippets").iterdir():
-        if folder.is_dir():
-            for f in folder.iterdir():
-                if f.suffix in SOURCE_SUFFIXES:
-                    (site / "snippets" / folder.name).mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(f, site / "snippets" / folder.name / f.name)
+    for fn in MACROS:
+        env.macro(bind(fn), fn.__name__)
+    env.macro(lambda: contents(ctx, pages), "contents")

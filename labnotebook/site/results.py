@@ -1,7 +1,8 @@
 """What the site knows about one experiment on one GPU: its rows, and whether they can be trusted.
 
-A page asks for results through a ``View``. Anything less than a fresh, verified result is a
-``Problem``: the page shows it in place of the number, and the build logs a warning, which makes
+A page asks for results through a ``View``, which wraps ``freshness.Stored`` (the one place
+where staleness is decided). Anything less than a fresh, verified, timed row is a ``Problem``:
+the macro that met it shows a marker where the number would be, and logs a warning, which makes
 ``mkdocs build --strict`` fail.
 """
 
@@ -11,117 +12,181 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from ..errors import ResultsError
-from ..experiments import experiment_folders
-from ..store import Store
-from ..summary import current_hashes
+from .. import metrics
+from ..errors import NotebookError
+from ..experiments import experiment_folders, load
+from ..freshness import Stored, current_hashes
+from ..records import Record, Row
+from ..run.declare import Experiment
+from ..store import CEILINGS, Store
+
+# What a problem is about, and whether the number can still be shown beside its marker.
+STATE_KINDS = ("stale", "failed", "missing", "corrupt")
+ROW_KINDS = ("row failed", "skipped", "untimed", "unprofiled", "absent", "contradicted", "error")
 
 
 class Problem(Exception):
-    """A result a page needs is missing, failed, or stale. ``kind`` is one of those three words."""
+    """A result a page needs cannot be trusted or does not exist. ``kind`` is one of
+    STATE_KINDS (the experiment's results on a GPU) or ROW_KINDS (one row, or a claim)."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, experiment: str | None = None):
+        assert kind in STATE_KINDS + ROW_KINDS, kind
         super().__init__(message)
         self.kind = kind
+        self.experiment = experiment
+
+
+def run_command(experiment: str) -> str:
+    """What re-makes an experiment's results on a GPU (every run measures the copy ceilings)."""
+    return "python build_results.py" if experiment == CEILINGS else f"python build_results.py --only {experiment}"
 
 
 @dataclass
 class View:
-    """One experiment's results on one GPU, with its freshness and any later failed run."""
+    """One experiment's stored results on one GPU, and the rows the page draws from."""
 
-    experiment: str
-    gpu: str
-    record: dict | None
-    failure: dict | None
-    current_hash: str | None
+    stored: Stored
+    root: Path | None = None  # paths in messages are shown relative to it
 
     @property
-    def stale(self) -> bool:
-        return self.record is not None and self.record.get("source_hash") != self.current_hash
+    def experiment(self) -> str:
+        return self.stored.experiment
 
     @property
-    def failed(self) -> bool:
-        """A run of the current sources failed after these results were recorded."""
-        return self.failure is not None and self.failure.get("source_hash") == self.current_hash
-
-    def problems(self) -> list[Problem]:
-        """Everything a reader must be told about this experiment before trusting a number."""
-        out = []
-        if self.failed:
-            out.append(Problem("failed", f"{self.experiment} on {self.gpu}: the last run failed "
-                                         f"({self.failure['failed_at']}): {self.failure['error']}"))
-        if self.record is None and not self.failed:
-            out.append(Problem("missing", f"{self.experiment} has no results on {self.gpu}; "
-                                          "run build_results.py on that GPU"))
-        elif self.stale:
-            out.append(Problem("stale", f"{self.experiment} on {self.gpu}: results are stale "
-                                        "(kernels, host code or engine changed since "
-                                        f"{self.record['provenance']['date']}); re-run build_results.py"))
-        return out
+    def gpu(self) -> str:
+        return self.stored.gpu
 
     @property
-    def shown(self) -> dict | None:
-        """The record the tables draw from: the failed run's rows when it got that far."""
-        if self.failed and self.failure.get("rows"):
-            return self.failure
+    def state(self) -> str:
+        return self.stored.state
+
+    @property
+    def record(self) -> Record | None:
+        """The record the tables draw from: a failed run's rows where it got that far, else the
+        last good results (None when there are none, or the file is unreadable)."""
+        s = self.stored
+        if s.failed and s.failure.rows:
+            return s.failure
+        return s.record
+
+    def problem(self) -> Problem | None:
+        """What a reader must be told about these results before trusting a number."""
+        s, name = self.stored, self.experiment
+        if s.state == "fresh":
+            return None
+        if s.state == "corrupt":
+            text = str(s.unreadable).replace(f"{self.root.as_posix()}/", "") if self.root else str(s.unreadable)
+        elif s.state == "failed":
+            text = (f"{name} on {self.gpu}: the last run failed ({s.failure.failed_at}): {s.failure.error}; "
+                    f"fix it and run `{run_command(name)}`")
+        elif s.state == "missing":
+            text = f"{name} has no results on {self.gpu}; on that GPU run `{run_command(name)}`"
+        else:
+            date = s.record.provenance.date[:10] if s.record.provenance else "?"
+            text = (f"{name} on {self.gpu}: results are stale (its sources or the engine changed since they "
+                    f"were measured on {date}); run `{run_command(name)}`")
+        return Problem(s.state, text, name)
+
+    def require(self) -> Record:
+        """The record to draw from, or the Problem that there is none."""
+        if self.record is None:
+            raise self.problem()
         return self.record
 
-    def best(self, case: str) -> str:
-        """The fastest verified kernel (not baseline) at ``case``."""
-        timed = [r for r in self.rows(kind="kernel") if r["case"] == case and r["status"] == "ok" and "time" in r]
-        if not timed:
-            raise Problem("missing", f"{self.experiment} has no verified, timed kernel at {case!r}")
-        return min(timed, key=lambda r: r["time"]["median_ms"])["name"]
+    def row(self, name: str, case: str) -> Row:
+        """The row for ``name`` at ``case``, whatever its status."""
+        row = self.require().row(name, case)
+        if row is None:
+            raise Problem("absent", f"{self.experiment} on {self.gpu} has no row {name!r} at case {case!r} "
+                                    f"(rows: {', '.join(self.names())}; cases: {', '.join(self.cases())})",
+                          self.experiment)
+        return row
 
-    def row(self, kernel: str, case: str) -> dict:
-        """The row for ``kernel`` at ``case`` (``"best"``: the fastest kernel there); a Problem when
-        it is missing or did not verify."""
-        record = self.shown
-        if record is None:
-            raise self.problems()[0]
-        if kernel == "best":
-            kernel = self.best(case)
-        for r in record["rows"]:
-            if r["name"] == kernel and r["case"] == case:
-                if r["status"] not in ("ok",):
-                    raise Problem("failed", f"{self.experiment}/{kernel} at {case}: "
-                                            f"{r['status']}: {r.get('error', '')}")
-                return r
-        raise Problem("missing", f"{self.experiment} on {self.gpu} has no result for "
-                                 f"{kernel!r} at case {case!r}")
+    def failure(self, row: Row) -> Problem:
+        return Problem("row failed", f"{self.experiment}/{row.name} at {row.case} on {self.gpu} failed: {row.error}",
+                       self.experiment)
 
-    def rows(self, kind: str | None = None, timed: bool = True) -> list[dict]:
-        record = self.shown
-        return [r for r in (record or {}).get("rows", [])
-                if (kind is None or r["kind"] == kind) and r.get("timed", True) == timed]
+    def timed(self, name: str, case: str) -> Row:
+        """The row, verified and timed; a Problem saying why not otherwise."""
+        row = self.row(name, case)
+        where = f"{self.experiment}/{row.name} at {case} on {self.gpu}"
+        if row.status == "failed":
+            raise self.failure(row)
+        if row.status == "skipped":
+            raise Problem("skipped", f"{where} was skipped: {row.error}", self.experiment)
+        if row.status == "xfail":
+            raise Problem("row failed", f"{where} failed, as declared: {row.error}", self.experiment)
+        if row.time is None:
+            raise Problem("untimed", f"{where} was verified but never timed (not a timed case)", self.experiment)
+        return row
+
+    def pick(self, case: str, among: list[str] | str = "kernel", slowest: bool = False) -> Row:
+        """The fastest (or slowest) verified, timed row at ``case`` among the names listed, or
+        among every row of a kind ("kernel", "baseline", "phase")."""
+        rows = [r for r in self.require().rows if r.case == case and r.ok and r.time
+                and (r.kind == among if isinstance(among, str) else r.name in among)]
+        if not rows:
+            raise Problem("absent", f"{self.experiment} on {self.gpu} has no verified, timed row "
+                                    f"({among}) at {case!r}", self.experiment)
+        return (max if slowest else min)(rows, key=metrics.median_ms)
+
+    def rows(self, kind: str | None = None, timed: bool = True) -> list[Row]:
+        record = self.record
+        return [r for r in (record.rows if record else []) if (kind is None or r.kind == kind) and r.timed == timed]
+
+    def phases(self, case: str) -> list[Row]:
+        """A whole program's phases at ``case``, each verified and timed (a Problem otherwise)."""
+        names = [r.name for r in self.rows("phase") if r.case == case]
+        if not names:
+            raise Problem("absent", f"{self.experiment} on {self.gpu} has no phase rows at {case!r}", self.experiment)
+        return [self.timed(n, case) for n in names]
 
     def names(self) -> list[str]:
-        """Row names in the order they were run: transfers, kernels, baselines (not the phases
-        of a whole-program run, which phase_chart shows)."""
-        return list(dict.fromkeys(r["name"] for r in self.rows() if r["kind"] != "phase"))
+        """Row names in the order they ran: transfers, kernels, baselines (not a whole
+        program's phases, which phase_chart shows)."""
+        return list(dict.fromkeys(r.name for r in self.rows() if r.kind != "phase"))
 
     def cases(self, timed: bool = True) -> list[str]:
-        return list(dict.fromkeys(r["case"] for r in self.rows(timed=timed)))
+        return list(dict.fromkeys(r.case for r in self.rows(timed=timed)))
 
 
 class Results:
-    """All results under ``results/``, read once per site build."""
+    """Every experiment's declaration and stored results, read once per site build."""
 
     def __init__(self, root: Path):
         self.root = root
         self.store = Store(root / "results")
+        self._views: dict[tuple[str, str], View] = {}
+        self._declarations: dict[str, Experiment] = {}
 
     @cached_property
     def hashes(self) -> dict[str, str]:
         return current_hashes(self.root)
 
+    @cached_property
+    def folders(self) -> dict[str, Path]:
+        return experiment_folders(self.root / "snippets")
+
+    def folder(self, experiment: str) -> Path:
+        if experiment not in self.folders:
+            raise Problem("absent", f"no experiment named {experiment!r} in snippets/ "
+                                    f"(have {', '.join(self.folders)})", experiment)
+        return self.folders[experiment]
+
+    def declaration(self, experiment: str) -> Experiment:
+        folder = self.folder(experiment)
+        if experiment not in self._declarations:
+            try:
+                self._declarations[experiment] = load(folder)
+            except NotebookError as e:
+                raise Problem("error", str(e), experiment) from e
+        return self._declarations[experiment]
+
     def view(self, experiment: str, gpu: str) -> View:
         if experiment not in self.hashes:
-            raise ResultsError(f"no experiment named {experiment!r} in snippets/ "
-                               f"(have {', '.join(sorted(self.hashes))})")
-        return View(experiment, gpu, self.store.read(experiment, gpu),
-                    self.store.read_failure(experiment, gpu), self.hashes[experiment])
-
-    @cached_property
-    def experiments(self) -> dict[str, Path]:
-        return experiment_folders(self.root / "snippets")
+            raise Problem("absent", f"no experiment named {experiment!r} in snippets/ "
+                                    f"(have {', '.join(sorted(self.hashes))})", experiment)
+        key = (experiment, gpu)
+        if key not in self._views:
+            self._views[key] = View(Stored.read(self.store, experiment, gpu, self.hashes[experiment]), self.root)
+        return self._views[key]

@@ -1,255 +1,278 @@
-"""Markdown for results: tables of rows, the provenance line, and boxes for problems."""
+"""Markdown for results: tables of rows, the provenance under them, the compiler's report.
+
+Table builders take typed rows through a ``View`` and a ``note`` callback: a row that failed is
+shown as failed in its cell *and* noted, so the macro around the table marks it and warns.
+"""
 
 from __future__ import annotations
 
-import html
+from typing import Callable
 
 from .. import metrics
+from ..records import Record, Row
 from . import fmt
+from .fmt import cell
 from .results import Problem, View
 
+Note = Callable[[Problem], None]
 STATUS_WORDS = {"failed": "✗ failed", "xfail": "✗ expected failure", "skipped": "– skipped"}
-PROBLEM_BOX = {"failed": ("failure", "Last run failed"), "stale": ("warning", "Stale results"),
-               "missing": ("danger", "Missing results")}
 
 
-def cell(text: str) -> str:
-    """Escape anything captured from a program before it goes into a table cell."""
-    return html.escape(str(text)).replace("|", "&#124;").replace("\n", " ")
+def short(gpu: str) -> str:
+    """``NVIDIA H100 80GB HBM3`` -> ``H100``, for column headings."""
+    return gpu.removeprefix("NVIDIA ").split()[0]
 
 
-def label(row: dict) -> str:
-    if row["kind"] == "transfer":
-        return {"h2d": "host → device copy", "d2h": "device → host copy"}[row["name"]]
-    if row["kind"] == "baseline":
-        return f"{row['name']} ({'CPU' if row.get('device') == 'cpu' else 'GPU'})"
-    return f"`{row['name']}`"
+def label(row: Row) -> str:
+    if row.kind == "transfer":
+        return {"h2d": "host → device copy", "d2h": "device → host copy"}.get(row.name, row.name)
+    if row.kind == "baseline":
+        return f"{row.name} ({'CPU' if row.device == 'cpu' else 'GPU'})"
+    return f"`{row.name}`"
 
 
-def verified(row: dict) -> str:
-    if row["status"] == "skipped":  # a kernel that does not handle this case says why, on hover
-        return f'<abbr title="{cell(row.get("error", ""))}">– skipped</abbr>'
-    if row["status"] != "ok":
-        return f"{STATUS_WORDS[row['status']]}: {cell(row.get('error', ''))}"
-    if "check" not in row:
-        return "–"
-    return f"✓ {fmt.error(row['check'])}"
+def table(head: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
-def results_table(view: View, cases: list[str] | None = None, names: list[str] | None = None,
+def note_failure(view: View, row: Row, note: Note) -> None:
+    """A row that failed (not as declared) is a problem wherever a table shows it."""
+    if row.status == "failed":
+        note(view.failure(row))
+
+
+def verified(row: Row) -> str:
+    if row.status == "skipped":  # a kernel that does not handle this case says why, on hover
+        return f'<abbr title="{cell(row.error or "")}">– skipped</abbr>'
+    if row.status != "ok":
+        return f"{STATUS_WORDS[row.status]}: {cell(row.error or '')}"
+    return f"✓ {fmt.error(row.check)}" if row.check else "–"
+
+
+def results_table(view: View, note: Note, cases: list[str] | None = None, names: list[str] | None = None,
                   baseline: str | None = None, percent: bool = False) -> str:
-    """Kernel, case, median with spread, throughput, % of ceiling, speedup, verification.
-    With ``percent``, the comparison column says "% of <baseline>" (a library's speed) instead
-    of a speed-up, and the copy-ceiling column is left out (compute-bound rows)."""
-    record = view.shown
-    if record is None:
-        raise view.problems()[0]
+    """Kernel, case, median with spread, throughput, % of copy, comparison, verification.
+    With ``percent`` the comparison is "% of <baseline>" (a library's speed) and the copy
+    column is left out (compute-bound rows)."""
+    record = view.require()
     cases = cases or view.cases()
     # Copies are not kernels: end_to_end_table shows them beside the kernel they serve.
     names = names or [n for n in view.names() if n not in ("h2d", "d2h")]
     head = ["", "case", "median (p10–p90)", "throughput"] + ([] if percent else ["% of copy"])
     if baseline:
-        head.append(f"% of {baseline}" if percent else f"× {baseline}")
-    head.append("verified (max error)")
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        head.append(f"% of {baseline}" if percent else f"vs {baseline}")
+    head.append("verified: worst error ÷ its bound")
+    lines = []
     for case in cases:
-        by_name = {r["name"]: r for r in record["rows"] if r["case"] == case}
-        unknown = [n for n in names if n not in by_name]
-        if unknown:
-            raise Problem("missing", f"{view.experiment} has no {unknown} at case {case!r}")
         for name in names:
-            row = by_name[name]
-            cells = [label(row), cell(case)]
-            if "time" in row and row["status"] == "ok":
+            row = view.row(name, case)
+            note_failure(view, row, note)
+            cells = [label(row), fmt.case(case)]
+            if row.ok and row.time:
                 value, unit = metrics.throughput(row)
                 pct = metrics.pct_of_ceiling(row, record)
-                cells += [f'{fmt.duration(row["time"]["median_ms"])}<br><small>{fmt.spread(row)}</small>',
+                cells += [f"{fmt.duration(row.time.median_ms)}<br><small>{fmt.spread(row.time)}</small>",
                           fmt.rate(value, unit) if value else "–"]
                 if not percent:
                     cells.append(fmt.percent(pct) if pct else "–")
                 if baseline:
-                    s = metrics.speedup(row, by_name.get(baseline))
-                    cells.append("–" if not s else fmt.percent(100 * s) if percent else fmt.times(s))
+                    base = record.row(baseline, case)
+                    if base is None:  # a misspelt baseline must not pass as "–"
+                        note(Problem("absent", f"{view.experiment} has no {baseline!r} at {case} on {view.gpu}",
+                                     view.experiment))
+                    elif base.status == "failed":
+                        note_failure(view, base, note)
+                    cells.append(_versus(row, base, percent))
             else:
                 cells += ["–"] * (len(head) - 3)
             cells.append(verified(row))
-            lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+            lines.append(cells)
+    return table(head, lines)
+
+
+def _versus(row: Row, base: Row | None, percent: bool) -> str:
+    if base is None or base.name == row.name:
+        return "–"
+    s = metrics.speedup(row, base)
+    if not s:
+        return "–"
+    return fmt.percent(100 * s) if percent else fmt.speed_words(s)
 
 
 def end_to_end_table(view: View, kernel: str, cpu: str, cases: list[str]) -> str:
     """CPU against GPU twice: the kernel alone, and the kernel with its copies in and out."""
     head = ["case", f"{cpu} (CPU)", f"`{kernel}`", "host → device", "device → host",
-            "GPU with copies", "GPU speed-up, kernel only", "GPU speed-up, with copies"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            "GPU with copies", "GPU, kernel only", "GPU, with copies"]
+    lines = []
     for case in cases:
-        c, k = view.row(cpu, case), view.row(kernel, case)
-        h2d, d2h = view.row("h2d", case), view.row("d2h", case)
-        total = sum(metrics.median_ms(r) for r in (k, h2d, d2h))
-        cpu_ms = metrics.median_ms(c)
-        lines.append("| " + " | ".join([
-            case, fmt.duration(cpu_ms), fmt.duration(metrics.median_ms(k)),
-            fmt.duration(metrics.median_ms(h2d)), fmt.duration(metrics.median_ms(d2h)),
-            fmt.duration(total), fmt.times(cpu_ms / metrics.median_ms(k)),
-            fmt.times(cpu_ms / total)]) + " |")
-    return "\n".join(lines) + caption([view])
+        c, k, h2d, d2h = (metrics.median_ms(view.timed(n, case)) for n in (cpu, kernel, "h2d", "d2h"))
+        total = k + h2d + d2h
+        lines.append([fmt.case(case), fmt.duration(c), fmt.duration(k), fmt.duration(h2d), fmt.duration(d2h),
+                      fmt.duration(total), fmt.speed_words(c / k, cpu), fmt.speed_words(c / total, cpu)])
+    return table(head, lines) + caption([view])
+
+
+def provenance_line(record: Record) -> str:
+    """GPU, date and commit of a record: what every number on the site is traced to."""
+    p = record.provenance
+    commit = f", commit `{p.git_commit[:10]}`" if p and p.git_commit else ""
+    return f"{cell(record.gpu)}, {p.date[:10] if p else '?'}{commit}"
 
 
 def caption(views: list[View]) -> str:
-    """The one line under a table that has no provenance box: where, when, and whether verified."""
-    parts = [f"{cell(v.gpu)}, {v.shown['provenance']['date'][:10]}" for v in views if v.shown]
+    """The one line under a table that has no provenance box: where, when, at which commit."""
+    parts = [provenance_line(v.record) for v in views if v.record]
     return (f"\n\n*Measured on {'; '.join(parts)}. Every timed row was verified against the "
             "float64 reference first.*\n")
 
 
-def gpu_table(views: list[View], case: str, names: list[str]) -> str:
+def gpu_table(views: list[View], case: str, names: list[str], note: Note) -> str:
     """The same rows on several GPUs side by side: median, throughput and % of each GPU's ceiling."""
-    head = ["", *(f"{v.gpu}: {what}" for v in views for what in ("median", "throughput", "% of ceiling"))]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    head = ["", *(f"{short(v.gpu)} {what}" for v in views for what in ("median", "throughput", "% of copy"))]
+    lines = []
     for name in names:
-        cells = []
+        cells, shown = [], None
         for v in views:
             try:
-                row = v.row(name, case)
-            except Problem as e:
-                cells += [f"{STATUS_WORDS.get(e.kind, '–')}", "–", "–"]
+                row = v.timed(name, case)
+            except Problem as p:
+                note(p)
+                cells += [f'<span class="nb-problem" title="{cell(p)}">⚠ {p.kind}</span>', "–", "–"]
                 continue
+            shown = shown or row
             value, unit = metrics.throughput(row)
-            pct = metrics.pct_of_ceiling(row, v.shown)
-            cells += [fmt.duration(metrics.median_ms(row)), fmt.rate(value, unit) if value else "–",
+            pct = metrics.pct_of_ceiling(row, v.record)
+            cells += [fmt.duration(row.time.median_ms), fmt.rate(value, unit) if value else "–",
                       fmt.percent(pct) if pct else "–"]
-        label_row = next(r for v in views if v.shown for r in v.shown["rows"] if r["name"] == name)
-        lines.append(f"| {label(label_row)} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + caption(views)
+        lines.append([label(shown) if shown else f"`{name}`", *cells])
+    return table(head, lines) + caption(views)
 
 
 def kernel_report(view: View) -> str:
     """Per kernel: what the compiler gave it, the occupancy that allows, and the sanitizers' verdict."""
-    record = view.shown
-    if record is None:
-        raise view.problems()[0]
-    sanitizer = record.get("sanitizer") or {}
-    head = ["kernel", "registers", "shared memory", "spills", "block", "theoretical occupancy",
-            "compute-sanitizer"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for name, info in record["kernels"].items():
+    record = view.require()
+    sanitizer = record.sanitizer or {}
+    head = ["kernel", "registers", "shared memory", "spills", "block", "theoretical occupancy", "compute-sanitizer"]
+    lines = []
+    for name, info in record.kernels.items():
         tools = sanitizer.get(name, {})
-        found = [f"✗ {tool}: {e['errors']}: {cell(e['first'])}" for tool, e in tools.items() if e["errors"] != 0]
+        found = [f"✗ {tool}: {v.errors}: {cell(v.first)}" for tool, v in tools.items() if v.errors != 0]
         verdict = "; ".join(found) if found else f"✓ {', '.join(tools)} clean" if tools else "not run"
-        if "resources" not in info:  # Triton or cuTile: compiled at run time by its own compiler
-            lines.append(f"| `{name}` | " + " | ".join(["chosen by its compiler at run time"] + ["–"] * 4)
-                         + f" | {verdict} |")
+        launched = next((r.launch for r in record.rows if r.name == name and r.launch), None)
+        if info.resources is None or launched is None:  # Triton, cuTile: compiled at run time by their own compiler
+            lines.append([f"`{name}`", "chosen by its compiler at run time", "–", "–", "–", "–", verdict])
             continue
-        res = info["resources"]
-        launch = next(r["launch"] for r in record["rows"] if r["name"] == name and "launch" in r)
+        res = info.resources
         threads = 1
-        for b in launch["block"]:
+        for b in launched.block:
             threads *= b
-        occ, limiter = metrics.occupancy(res, threads, launch["shared_bytes"], record["provenance"])
-        spills = res.get("spill_store_bytes", 0) + res.get("spill_load_bytes", 0)
-        cells = [f"`{name}`", str(res["registers"]), f"{res.get('smem_bytes', 0) + launch['shared_bytes']:,} B",
-                 "none" if spills == 0 else f"{spills} B", "×".join(map(str, launch["block"])),
-                 f"{occ:.0%} ({limiter})", verdict]
-        lines.append("| " + " | ".join(cells) + " |")
+        occ, limiter = metrics.occupancy(res, threads, launched.shared_bytes, record.provenance)
+        spills = res.spill_store_bytes + res.spill_load_bytes
+        lines.append([f"`{name}`", str(res.registers), f"{res.smem_bytes + launched.shared_bytes:,} B",
+                      "none" if spills == 0 else f"{spills} B", "×".join(map(str, launched.block)),
+                      f"{occ:.0%} ({limiter})", verdict])
+    out = table(head, lines)
     if not sanitizer:
-        lines.append("\nThese results were recorded without a compute-sanitizer pass.")
-    return "\n".join(lines) + caption([view])
+        out += "\n\nThese results were recorded without a compute-sanitizer pass."
+    return out + caption([view])
 
 
-def checks_table(view: View) -> str:
-    """The sizes and inputs that were verified but not timed: one row per case, one column per
-    kernel or baseline, each cell what happened there."""
+def checks_table(view: View, note: Note) -> str:
+    """The sizes and inputs that were verified but not timed: one row per case, one narrow column
+    per kernel or baseline (its name set vertically, so a dozen fit), each cell what happened."""
     timed = set(view.cases())
-    rows = [r for r in (view.shown or {}).get("rows", []) if r["case"] not in timed]
+    rows = [r for r in view.rows(timed=False) if r.case not in timed]
     if not rows:
         return ""
-    names = list(dict.fromkeys(r["name"] for r in rows))
-    mark = {"ok": "✓", "failed": "✗ failed", "xfail": "✗ expected", "skipped": "–"}
-    lines = ["| verified, not timed | " + " | ".join(f"`{n}`" for n in names) + " |",
-             "|" + "---|" * (len(names) + 1)]
-    notes: dict[tuple[str, str], dict[str, list[str]]] = {}
-    for case in dict.fromkeys(r["case"] for r in rows):
-        by_name = {r["name"]: r for r in rows if r["case"] == case}
+    names = list(dict.fromkeys(r.name for r in rows))
+    mark = {"ok": "✓", "failed": "✗", "xfail": "✗ expected", "skipped": "–"}
+    head = ["case"] + [f'<span class="nb-vertical">{cell(n)}</span>' for n in names]
+    lines, notes = [], {}
+    for case in dict.fromkeys(r.case for r in rows):
+        by_name = {r.name: r for r in rows if r.case == case}
         cells = []
         for n in names:
             r = by_name.get(n)
-            cells.append(mark[r["status"]] if r else "")
-            if r and r["status"] in ("failed", "xfail", "skipped"):
-                notes.setdefault((n, r["status"]), {}).setdefault(r.get("error", ""), []).append(case)
-        lines.append(f"| {cell(case)} | " + " | ".join(cells) + " |")
-    words = {"failed": "failed", "xfail": "failed as expected", "skipped": "skipped"}
-    lines.append("")
+            cells.append(f'<abbr title="{cell(r.error)}">{mark[r.status]}</abbr>' if r and r.error
+                         else mark[r.status] if r else "")
+            if r:
+                note_failure(view, r, note)
+                if r.status != "ok":
+                    notes.setdefault((n, r.status), {}).setdefault(r.error or "", []).append(case)
+        lines.append([cell(fmt.case(case)), *cells])
+    words = {"failed": "failed", "xfail": "failed as declared", "skipped": "skipped"}
+    items = []
     for (n, status), errors in notes.items():
-        where = "; ".join(f"at {', '.join(cell(c) for c in cases)}: {cell(error)}" for error, cases in errors.items())
-        lines.append(f"- `{n}` {words[status]} {where}")
-    return "\n".join(lines)
+        where = "; ".join(f"at {', '.join(cell(fmt.case(c)) for c in cases)}: {cell(error)}"
+                          for error, cases in errors.items())
+        items.append(f"- `{n}` {words[status]} {where}")
+    return f'<div class="nb-checks" markdown>\n\n{table(head, lines)}\n\n</div>\n\n' + "\n".join(items) + "\n"
 
 
 def provenance(view: View) -> str:
     """A box naming the GPU, date, toolchain, commit and freshness of the shown results."""
-    record = view.shown
-    p = record["provenance"]
-    parts = [p["date"][:10], f"compute capability {p['compute_capability']}", f"{p['sm_count']} SMs",
-             f"driver {p['driver']}", f"CUDA {p['cuda_driver_api']} (nvcc {p['nvcc']})",
-             f"PyCUDA {p['pycuda']}", f"NumPy {p['numpy']}"]
-    if p.get("torch"):
-        parts.append(f"PyTorch {p['torch']}")
-    if p.get("git_commit"):
-        parts.append(f"commit `{p['git_commit'][:10]}`")
-    fresh = "stale" if view.stale else "fresh"
-    parts.append(f"sources `{record['source_hash']}` ({fresh})")
-    ceiling = record.get("ceiling") or {}
-    if ceiling.get("gbs"):
-        parts.append(f"copy ceiling {fmt.rate(ceiling['gbs'], 'GB/s')} measured in the same run")
-    return (f'!!! info "Measured on {cell(view.gpu)}"\n    ' + " · ".join(parts) +
-            f" · ran in {fmt.sig(record['duration_s'], 2)} s\n")
-
-
-def problem_box(problem: Problem) -> str:
-    kind, title = PROBLEM_BOX[problem.kind]
-    return f'!!! {kind} "{title}"\n    {cell(problem)}\n'
+    record = view.require()
+    p = record.provenance
+    parts = [p.date[:10], f"compute capability {p.compute_capability}", f"{p.sm_count} SMs",
+             f"driver {p.driver}", f"CUDA {p.cuda_driver_api} (nvcc {p.nvcc})", f"PyCUDA {p.pycuda}",
+             f"NumPy {p.numpy}"]
+    if p.torch:
+        parts.append(f"PyTorch {p.torch}")
+    if p.git_commit:
+        parts.append(f"commit `{p.git_commit[:10]}`")
+    parts.append(f"sources `{record.source_hash}` ({view.state})")
+    if record.ceiling and record.ceiling.gbs:
+        parts.append(f"copy ceiling {fmt.rate(record.ceiling.gbs, 'GB/s')} measured in the same run")
+    if record.duration_s is not None:
+        parts.append(f"ran in {fmt.sig(record.duration_s, 2)} s")
+    return f'!!! info "Measured on {cell(view.gpu)}"\n    ' + " · ".join(parts) + "\n"
 
 
 def phase_table(view: View, case: str) -> str:
     """Every phase of a whole-program run: median, spread, share of the total."""
-    rows = [r for r in view.rows("phase") if r["case"] == case]
-    total = sum(metrics.median_ms(r) for r in rows)
-    lines = ["| phase | median (p10–p90) | share of the whole |", "|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['name']} | {fmt.duration(metrics.median_ms(r))}<br><small>{fmt.spread(r)}</small> "
-                     f"| {fmt.percent(100 * metrics.median_ms(r) / total)} |")
-    lines.append(f"| **total** | **{fmt.duration(total)}** | |")
-    check = "✓ output verified in every process" if all(r["status"] == "ok" for r in rows) else "✗ failed"
-    nvtx = "emitted" if rows[0]["nvtx"] else "not emitted (no nvtx module)"
-    return "\n".join(lines) + f"\n\n*{check}; NVTX ranges {nvtx}.*" + caption([view])
+    timed = rows = view.phases(case)
+    total = sum(metrics.median_ms(r) for r in timed)
+    lines = [[r.name, f"{fmt.duration(r.time.median_ms)}<br><small>{fmt.spread(r.time)}</small>",
+              fmt.percent(100 * r.time.median_ms / total)] for r in timed]
+    lines.append(["**total**", f"**{fmt.duration(total)}**", ""])
+    nvtx = "emitted" if rows[0].nvtx else "not emitted (no nvtx module)"
+    return (table(["phase", "median (p10–p90)", "share of the whole"], lines)
+            + f"\n\n*✓ output verified in each of {rows[0].fresh_processes} fresh processes; NVTX ranges {nvtx}.*"
+            + caption([view]))
 
 
-def gpu_facts(records: list[dict]) -> str:
+def _fma(record: Record) -> str:
+    value = metrics.fma_tflops(record)
+    return f"**{fmt.rate(value, 'TFLOP/s')}**" if value else "not measured in this run"
+
+
+def gpu_facts(records: list[Record]) -> str:
     """The GPUs themselves, as their drivers report them at run time, beside what they measured."""
-    def theoretical_gbs(p: dict) -> float:
-        return 2 * p["memory_clock_khz"] * 1e3 * p["memory_bus_bits"] / 8 / 1e9  # two transfers a clock
+    def theoretical_gbs(p) -> float:
+        return 2 * p.memory_clock_khz * 1e3 * p.memory_bus_bits / 8 / 1e9  # two transfers a clock
     facts = [
-        ("compute capability", lambda p, r: p["compute_capability"]),
-        ("streaming multiprocessors (SMs)", lambda p, r: str(p["sm_count"])),
-        ("SM clock, maximum", lambda p, r: f"{p['max_sm_clock_mhz']:,} MHz"),
-        ("memory", lambda p, r: f"{p['memory_bytes'] / 2**30:.0f} GiB"),
-        ("memory bus", lambda p, r: f"{p['memory_bus_bits']:,} bits"),
-        ("memory clock", lambda p, r: f"{p['memory_clock_khz'] / 1e3:,.0f} MHz"),
+        ("compute capability", lambda p, r: p.compute_capability),
+        ("streaming multiprocessors (SMs)", lambda p, r: str(p.sm_count)),
+        ("SM clock, maximum", lambda p, r: f"{p.max_sm_clock_mhz:,} MHz"),
+        ("memory", lambda p, r: f"{p.memory_bytes / 2**30:.0f} GiB"),
+        ("memory bus", lambda p, r: f"{p.memory_bus_bits:,} bits"),
+        ("memory clock", lambda p, r: f"{p.memory_clock_khz / 1e3:,.0f} MHz"),
         ("theoretical bandwidth (2 × clock × bus)", lambda p, r: fmt.rate(theoretical_gbs(p), "GB/s")),
-        ("**measured** device-to-device copy", lambda p, r: f"**{fmt.rate(r['ceiling']['gbs'], 'GB/s')}**"),
-        ("measured ÷ theoretical", lambda p, r: fmt.percent(100 * r["ceiling"]["gbs"] / theoretical_gbs(p))),
-        ("L2 cache", lambda p, r: f"{p['l2_bytes'] / 2**20:.0f} MiB"),
-        ("shared memory per SM", lambda p, r: f"{p['smem_per_sm_bytes'] // 1024} KiB"),
-        ("shared memory per block (opt-in)", lambda p, r: f"{p['smem_per_block_optin_bytes'] // 1024} KiB"),
-        ("registers per SM", lambda p, r: f"{p['registers_per_sm']:,} (32-bit)"),
-        ("threads per SM, at most", lambda p, r: f"{p['max_threads_per_sm']:,}"),
-        ("blocks per SM, at most", lambda p, r: str(p["max_blocks_per_sm"])),
-        ("warp size", lambda p, r: str(p["warp_size"])),
-        ("power limit", lambda p, r: f"{p['power_limit_w']:.0f} W" if p.get("power_limit_w") else "–"),
-        ("driver · CUDA", lambda p, r: f"{p['driver']} · {p['cuda_driver_api']}"),
-        ("read on", lambda p, r: p["date"][:10]),
+        ("**measured** device-to-device copy", lambda p, r: f"**{fmt.rate(r.ceiling.gbs, 'GB/s')}**"),
+        ("measured ÷ theoretical", lambda p, r: fmt.percent(100 * r.ceiling.gbs / theoretical_gbs(p))),
+        ("**measured** FP32 fused multiply-adds", lambda p, r: _fma(r)),
+        ("L2 cache", lambda p, r: f"{p.l2_bytes / 2**20:.0f} MiB"),
+        ("shared memory per SM", lambda p, r: f"{p.smem_per_sm_bytes // 1024} KiB"),
+        ("shared memory per block (opt-in)", lambda p, r: f"{p.smem_per_block_optin_bytes // 1024} KiB"),
+        ("registers per SM", lambda p, r: f"{p.registers_per_sm:,} (32-bit)"),
+        ("threads per SM, at most", lambda p, r: f"{p.max_threads_per_sm:,}"),
+        ("blocks per SM, at most", lambda p, r: str(p.max_blocks_per_sm)),
+        ("warp size", lambda p, r: str(p.warp_size)),
+        ("power limit", lambda p, r: f"{p.power_limit_w:.0f} W" if p.power_limit_w else "–"),
+        ("driver · CUDA", lambda p, r: f"{p.driver} · {p.cuda_driver_api}"),
+        ("read on", lambda p, r: p.date[:10]),
+        ("commit", lambda p, r: f"`{p.git_commit[:10]}`" if p.git_commit else "–"),
     ]
-    lines = ["| | " + " | ".join(cell(r["gpu"]) for r in records) + " |", "|---|" + "---|" * len(records)]
-    for label, get in facts:
-        lines.append(f"| {label} | " + " | ".join(get(r["provenance"], r) for r in records) + " |")
-    return "\n".join(lines)
+    return table(["", *(cell(r.gpu) for r in records)],
+                 [[name, *(get(r.provenance, r) for r in records)] for name, get in facts])

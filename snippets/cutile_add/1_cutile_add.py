@@ -4,7 +4,7 @@ the compiler (tileiras, through Tile IR) decides what each thread does."""
 import cuda.tile as ct
 import torch
 
-from labnotebook import Unsupported
+from labnotebook import Unavailable
 
 TILE = 1024
 
@@ -30,8 +30,8 @@ def prepare(case, inputs, outputs):
     try:
         go()  # the first launch compiles: cuTile's front end, then tileiras for this GPU
     except FileNotFoundError as e:  # cuTile is installed but its assembler is not
-        raise Unsupported(f"requires tileiras (pip install 'cuda-tile[tileiras]'): {e}") from e
+        raise Unavailable(f"requires tileiras (pip install 'cuda-tile[tileiras]'): {e}") from e
     except ct.TileCompilerExecutionError as e:  # tileiras could not build it for this GPU
-        raise Unsupported(f"tileiras could not compile for this GPU: {e}") from e
+        raise Unavailable(f"tileiras failed (it needs the ptxas and libnvvm of its own release): {e}") from e
     return go
 # --8<-- [end:launch]

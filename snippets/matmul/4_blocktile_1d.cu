@@ -14,22 +14,26 @@ matmul_blocktile_1d(const float* A, const float* B, float* C, int M, int N, int 
     __shared__ float Bs[BK * BN];
     const int t = threadIdx.x;                         // 512 threads
     const int tcol = t % BN, trow = t / BN;            // this thread's results: rows trow*TM + i
-    A += blockIdx.y * BM * K;
-    B += blockIdx.x * BN;
-    C += blockIdx.y * BM * N + blockIdx.x * BN;
+    // gridDim.y stops at 65535: rows of tiles past it go on along z (and the last z-slice's
+    // extra blocks leave). Offsets are 64-bit, widened before the multiplies: past 2^31 floats.
+    const int bx = blockIdx.x, by = blockIdx.z * gridDim.y + blockIdx.y;
+    if (by >= M / BM) return;
+    A += (size_t)by * BM * K + (size_t)(t / BK) * K + t % BK;  // this thread's float of A's tile
+    B += bx * BN + (size_t)(t / BN) * N + t % BN;              // and of B's
+    C += (size_t)by * BM * N + bx * BN;
     float acc[TM] = {0.0f};
     for (int k0 = 0; k0 < K; k0 += BK) {
-        As[(t / BK) * BK + t % BK] = A[(t / BK) * K + t % BK];  // 64x8 tile, one float each
-        Bs[(t / BN) * BN + t % BN] = B[(t / BN) * N + t % BN];  // 8x64 tile
+        As[(t / BK) * BK + t % BK] = *A;  // 64x8 tile, one float each
+        Bs[(t / BN) * BN + t % BN] = *B;  // 8x64 tile
         __syncthreads();
         A += BK;
-        B += BK * N;
+        B += (size_t)BK * N;
         for (int k = 0; k < BK; ++k) {
             float b = Bs[k * BN + tcol];
             for (int i = 0; i < TM; ++i) acc[i] += As[(trow * TM + i) * BK + k] * b;
         }
         __syncthreads();
     }
-    for (int i = 0; i < TM; ++i) C[(trow * TM + i) * N + tcol] = acc[i];
+    for (int i = 0; i < TM; ++i) C[(size_t)(trow * TM + i) * N + tcol] = acc[i];
 }
 // --8<-- [end:kernel]

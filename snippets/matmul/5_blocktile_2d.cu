@@ -16,9 +16,15 @@ matmul_blocktile_2d(const float* A, const float* B, float* C, int M, int N, int 
     __shared__ float Bs[BK * BN];
     const int t = threadIdx.x;
     const int tcol = t % (BN / TN), trow = t / (BN / TN);
-    A += blockIdx.y * BM * K;
-    B += blockIdx.x * BN;
-    C += blockIdx.y * BM * N + blockIdx.x * BN;
+    // gridDim.y stops at 65535: rows of tiles past it go on along z (and the last z-slice's
+    // extra blocks leave). Offsets are 64-bit, widened before the multiplies: past 2^31 floats.
+    // Inside a tile they stay int, which keeps the loads' address math short (64-bit
+    // made this loop 17% longer): 128 x K and 8 x N stay below 2^31 (the launch checks).
+    const int bx = blockIdx.x, by = blockIdx.z * gridDim.y + blockIdx.y;
+    if (by >= M / BM) return;
+    A += (size_t)by * BM * K;
+    B += bx * BN;
+    C += (size_t)by * BM * N + bx * BN;
     float acc[TM][TN] = {{0.0f}};
     float a[TM], b[TN];
     for (int k0 = 0; k0 < K; k0 += BK) {
@@ -36,6 +42,6 @@ matmul_blocktile_2d(const float* A, const float* B, float* C, int M, int N, int 
         __syncthreads();
     }
     for (int i = 0; i < TM; ++i)
-        for (int j = 0; j < TN; ++j) C[(trow * TM + i) * N + tcol * TN + j] = acc[i][j];
+        for (int j = 0; j < TN; ++j) C[(size_t)(trow * TM + i) * N + tcol * TN + j] = acc[i][j];
 }
 // --8<-- [end:kernel]

@@ -20,21 +20,25 @@ matmul_warptile(const float* A, const float* B, float* C, int M, int N, int K)
     const int row0 = (warp / 2) * 32 + (lane / 8) * 4;   // rows row0..+3 and row0+16..+3
     const int col0 = (warp % 2) * 64 + (lane % 8) * 4;   // columns col0..+3 and col0+32..+3
     const int a_row = t / 2, a_col = 4 * (t % 2), b_row = t / 32, b_col = 4 * (t % 32);
-    A += blockIdx.y * BM * K;
-    B += blockIdx.x * BN;
-    C += blockIdx.y * BM * N + blockIdx.x * BN;
+    // gridDim.y stops at 65535: rows of tiles past it go on along z (and the last z-slice's
+    // extra blocks leave). Offsets are 64-bit, widened before the multiplies: past 2^31 floats.
+    const int bx = blockIdx.x, by = blockIdx.z * gridDim.y + blockIdx.y;
+    if (by >= M / BM) return;
+    A += (size_t)by * BM * K;
+    B += bx * BN;
+    C += (size_t)by * BM * N + bx * BN;
     float acc[8][8] = {{0.0f}};
     float a[8], b[8];
     for (int k0 = 0; k0 < K; k0 += BK) {
-        float4 va = *reinterpret_cast<const float4*>(A + a_row * K + a_col);
+        float4 va = *reinterpret_cast<const float4*>(A + (size_t)a_row * K + a_col);
         As[a_col + 0][a_row] = va.x;
         As[a_col + 1][a_row] = va.y;
         As[a_col + 2][a_row] = va.z;
         As[a_col + 3][a_row] = va.w;
-        *reinterpret_cast<float4*>(&Bs[b_row][b_col]) = *reinterpret_cast<const float4*>(B + b_row * N + b_col);
+        *reinterpret_cast<float4*>(&Bs[b_row][b_col]) = *reinterpret_cast<const float4*>(B + (size_t)b_row * N + b_col);
         __syncthreads();
         A += BK;
-        B += BK * N;
+        B += (size_t)BK * N;
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
             *reinterpret_cast<float4*>(a) = *reinterpret_cast<const float4*>(&As[k][row0]);
@@ -51,8 +55,8 @@ matmul_warptile(const float* A, const float* B, float* C, int M, int N, int K)
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
         int row = row0 + (i % 4) + (i / 4) * 16;
-        *reinterpret_cast<float4*>(C + row * N + col0) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
-        *reinterpret_cast<float4*>(C + row * N + col0 + 32) = make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
+        *reinterpret_cast<float4*>(C + (size_t)row * N + col0) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+        *reinterpret_cast<float4*>(C + (size_t)row * N + col0 + 32) = make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
     }
 }
 // --8<-- [end:kernel]

@@ -19,9 +19,15 @@ matmul_double_buffered(const float* A, const float* B, float* C, int M, int N, i
     const int row0 = (warp / 2) * 32 + (lane / 8) * 4;
     const int col0 = (warp % 2) * 64 + (lane % 8) * 4;
     const int a_row = t / 2, a_col = 4 * (t % 2), b_row = t / 32, b_col = 4 * (t % 32);
-    A += blockIdx.y * BM * K + a_row * K + a_col;
-    B += blockIdx.x * BN + b_row * N + b_col;
-    C += blockIdx.y * BM * N + blockIdx.x * BN;
+    // gridDim.y stops at 65535: rows of tiles past it go on along z (and the last z-slice's
+    // extra blocks leave). Offsets are 64-bit, widened before the multiplies: past 2^31 floats.
+    // The step down B stays int (64-bit made ptxas issue the next tile's loads late,
+    // 8% slower): 8 x N stays below 2^31 (the launch checks).
+    const int bx = blockIdx.x, by = blockIdx.z * gridDim.y + blockIdx.y;
+    if (by >= M / BM) return;
+    A += (size_t)by * BM * K + (size_t)a_row * K + a_col;
+    B += bx * BN + (size_t)b_row * N + b_col;
+    C += (size_t)by * BM * N + bx * BN;
     float acc[8][8] = {{0.0f}};
     float a[8], b[8];
 
@@ -59,8 +65,8 @@ matmul_double_buffered(const float* A, const float* B, float* C, int M, int N, i
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
         int row = row0 + (i % 4) + (i / 4) * 16;
-        *reinterpret_cast<float4*>(C + row * N + col0) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
-        *reinterpret_cast<float4*>(C + row * N + col0 + 32) = make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
+        *reinterpret_cast<float4*>(C + (size_t)row * N + col0) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+        *reinterpret_cast<float4*>(C + (size_t)row * N + col0 + 32) = make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
     }
 }
 // --8<-- [end:kernel]

@@ -13,6 +13,6 @@
 extern "C" __global__ void __launch_bounds__(128)
 matmul_mma_pipelined(const half* A, const half* B, float* C, int M, int N, int K)
 {
-    mma_gemm<128, 128, 32, 4>(A, B, C, N, K);  // BM, BN, BK, stages
+    mma_gemm<128, 128, 32, 4>(A, B, C, M, N, K);  // BM, BN, BK, stages
 }
 // --8<-- [end:kernel]

@@ -9,6 +9,6 @@
 extern "C" __global__ void __launch_bounds__(256)
 matmul_mma_128x256(const half* A, const half* B, float* C, int M, int N, int K)
 {
-    mma_gemm<128, 256, 64, 3>(A, B, C, N, K);  // BM, BN, BK, stages
+    mma_gemm<128, 256, 64, 3>(A, B, C, M, N, K);  // BM, BN, BK, stages
 }
 // --8<-- [end:kernel]

@@ -3,30 +3,24 @@ against cublasGemmEx (same precisions), cublasHgemm (fp16 throughout) and torch.
 
 import numpy as np
 
-from labnotebook import Baseline, Case, Experiment, Kernel, Launch, Tolerance, Unsupported
+from labnotebook import Baseline, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
 from labnotebook.run import cublas
-
-
-def mnk(m, n=None, k=None):
-    n, k = n or m, k or m
-    return Case(f"{m}³" if m == n == k else f"{m}×{n}×{k}", m=m, n=n, k=k)
-
-
-def inputs(case, rng):
-    return {"a": rng.uniform(-1, 1, (case.m, case.k)).astype(np.float16),
-            "b": rng.uniform(-1, 1, (case.k, case.n)).astype(np.float16)}
-
-
-def reference(a, b):
-    return {"c": a.astype(np.float64) @ b.astype(np.float64)}
-
+from labnotebook.run.gemm import INT_MAX, MAX_DIM, MAX_GRID_YZ, inputs, intensity, mnk, reference
 
 def tiled(bm, bn, bk, threads, shared_bytes=0):
+    """Rows of tiles past gridDim.y's 65535 go on along z. Offsets inside a tile are ints (kept
+    for speed): a tile's bm rows x K and bk rows x N must stay below 2^31."""
     def launch(case):
         if case.m % bm or case.n % bn or case.k % bk:
             raise Unsupported(f"needs M a multiple of {bm}, N of {bn} and K of {bk}; "
                               f"got {case.m}×{case.n}×{case.k}")
-        return Launch(grid=(case.n // bn, case.m // bm), block=(threads,), shared_bytes=shared_bytes,
+        if max(case.m, case.n, case.k) > MAX_DIM:
+            raise Unsupported("M, N and K are ints, counted in tiles: each below 2^31 - 257")
+        if bm * case.k > INT_MAX or bk * case.n > INT_MAX:
+            raise Unsupported(f"offsets inside a tile are ints: {bm} x K and {bk} x N must stay below 2^31")
+        tiles_m = case.m // bm
+        grid = (case.n // bn, min(tiles_m, MAX_GRID_YZ), cdiv(tiles_m, MAX_GRID_YZ))
+        return Launch(grid=grid, block=(threads,), shared_bytes=shared_bytes,
                       args=("a", "b", "c", np.int32(case.m), np.int32(case.n), np.int32(case.k)))
     return launch
 
@@ -37,28 +31,34 @@ def mma_smem(bm, bn, bk, stages):
     return stages * (bm * (bk + 8) + bk * (bn + 8)) * 2
 
 
-def on_gpu(case, x, out_dtype):
+def fp16_output(case, library):
+    """Hgemm and torch.matmul write fp16, not the engine's fp32 C: each gets its own buffer,
+    returned as it is, and poisoned like the engine's outputs (all-ones bytes are NaN) so that
+    an element left unwritten fails."""
+    if library == "torch":
+        import torch
+
+        return torch.full((case.m, case.n), float("nan"), dtype=torch.float16, device="cuda")
     import pycuda.driver as cuda
     from pycuda import gpuarray
 
-    c = gpuarray.empty((case.m, case.n), out_dtype)
-    cuda.memset_d8(c.gpudata, 0xFF, c.nbytes)  # poisoned: all-ones bytes are NaN
-    return gpuarray.to_gpu(x["a"]), gpuarray.to_gpu(x["b"]), c
+    c = gpuarray.empty((case.m, case.n), np.float16)
+    cuda.memset_d8(c.gpudata, 0xFF, c.nbytes)
+    return c
 
 
 # --8<-- [start:cublas]
-def cublas_gemm_ex(case, x):
-    a, b, c = on_gpu(case, x, np.float32)
+def cublas_gemm_ex(case, inputs, outputs):
+    a, b, c = inputs["a"], inputs["b"], outputs["c"]  # GPUArrays: fp16 A and B, fp32 C
 
-    def run():  # B first: the row-major trick, as for Sgemm
-        cublas.gemm_ex_f16_f32("N", "N", case.n, case.m, case.k, 1.0, b.gpudata, case.n,
-                               a.gpudata, case.k, 0.0, c.gpudata, case.n)
-        return {"c": c}
-    return run
+    # B first: the row-major trick, as for Sgemm.
+    return lambda: cublas.gemm_ex_f16_f32("N", "N", case.n, case.m, case.k, 1.0, b.gpudata, case.n,
+                                          a.gpudata, case.k, 0.0, c.gpudata, case.n)
 
 
-def cublas_hgemm(case, x):
-    a, b, c = on_gpu(case, x, np.float16)
+def cublas_hgemm(case, inputs, outputs):
+    a, b = inputs["a"], inputs["b"]
+    c = fp16_output(case, "pycuda")  # fp16 throughout, C too: not the engine's fp32 buffer
 
     def run():
         cublas.hgemm("N", "N", case.n, case.m, case.k, 1.0, b.gpudata, case.n,
@@ -68,11 +68,11 @@ def cublas_hgemm(case, x):
 # --8<-- [end:cublas]
 
 
-def torch_matmul(case, x):
+def torch_matmul(case, inputs, outputs):
     import torch
 
-    a, b = (torch.from_numpy(x[k]).cuda() for k in "ab")
-    c = torch.full((case.m, case.n), float("nan"), dtype=torch.float16, device="cuda")
+    a, b = inputs["a"], inputs["b"]
+    c = fp16_output(case, "torch")  # torch.matmul of fp16 writes fp16: not the engine's fp32 buffer
     return lambda: {"c": torch.matmul(a, b, out=c)}
 
 
@@ -88,8 +88,14 @@ experiment = Experiment(
              Kernel("2_mma_pipelined.cu", "matmul_mma_pipelined", tiled(128, 128, 32, 128, mma_smem(128, 128, 32, 4))),
              Kernel("3_mma_128x256.cu", "matmul_mma_128x256", tiled(128, 256, 64, 256, mma_smem(128, 256, 64, 3)))],
     cases=[mnk(1024), mnk(2048), mnk(4096), mnk(8192), mnk(1000), mnk(4096, 1024, 2048)],
-    edge_cases=[mnk(128, 128, 32), mnk(256, 384, 96), mnk(256, 512, 128), mnk(17, 33, 65)],
-    inputs=inputs,
+    # Whole tiles for every rung, then sizes only cuBLAS and torch take (the rungs say
+    # Unsupported): 1×1×1 and no multiple of any tile.
+    edge_cases=[mnk(128, 128, 32), mnk(256, 384, 96), mnk(256, 512, 128), mnk(128, 256, 64, kind="inf, NaN"),
+                mnk(1, 1, 1), mnk(17, 33, 65), mnk(257, 129, 63)],
+    # 65537 rows of 128-row tiles (gridDim.z = 2) and a C of 2^31 floats (8 GiB; its float64
+    # reference 16 GiB on the host): the 64-bit offsets and the z grid.
+    large_cases=[mnk(65537 * 128, 256, 64)],
+    inputs=inputs(np.float16),
     reference=reference,
     outputs={"c": np.float32},
     # fp16 x fp16 products are exact in fp32; what is left is fp32 accumulation, which tensor
@@ -97,7 +103,9 @@ experiment = Experiment(
     # 16-term step, 512 steps at K = 8192.
     tolerance=Tolerance(atol=5e-3, rtol=1e-5),
     flops=lambda case: 2 * case.m * case.n * case.k,
-    baselines=[Baseline("cuBLAS GemmEx", cublas_gemm_ex),
-               Baseline("cuBLAS Hgemm", cublas_hgemm, tolerance=FP16_ACCUMULATE),
-               Baseline("torch", torch_matmul, requires=("torch",), tolerance=FP16_OUT)],
+    intensity=intensity(in_bytes=2),  # A and B in half precision, C in single
+    baselines=[Baseline("cuBLAS GemmEx", cublas_gemm_ex, arrays="pycuda"),
+               Baseline("cuBLAS Hgemm", cublas_hgemm, arrays="pycuda", tolerance=FP16_ACCUMULATE),
+               Baseline("torch", torch_matmul, tolerance=FP16_OUT)],
+    headline=Headline(case="4096³", baseline="cuBLAS Hgemm"),
 )

@@ -2,39 +2,9 @@
 // ring of shared-memory stages, ldmatrix, mma.sync.m16n8k16 with fp32 accumulators. Each warp
 // owns a 64x64 piece of the block's BM x BN output tile.
 #pragma once
-#include <cuda_fp16.h>
+#include "tensor_core.cuh"  // cp_async16, ldmatrix_x4(_trans) and mma_16816, shared with attention
 
 #define WARP_TILE 64
-
-__device__ __forceinline__ unsigned smem_addr(const void* p)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void cp_async16(void* dst, const void* src)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const half* p)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const half* p)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
-}
-
-__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // Rows of the shared tiles are padded by 8 halves (16 bytes), so the 8 row addresses of one
 // ldmatrix land in 8 different 16-byte bank groups: no conflicts.
@@ -56,7 +26,7 @@ __device__ __forceinline__ void load_tile(half* As, half* Bs, const half* A, con
                    A + (c / (BK / 8)) * K + k0 + (c % (BK / 8)) * 8);
     for (int c = threadIdx.x; c < BK * BN / 8; c += THREADS)
         cp_async16(Bs + (c / (BN / 8)) * T::B_STRIDE + (c % (BN / 8)) * 8,
-                   B + (k0 + c / (BN / 8)) * N + (c % (BN / 8)) * 8);
+                   B + (c / (BN / 8)) * N + (c % (BN / 8)) * 8);
 }
 // --8<-- [end:load_tile]
 
@@ -75,7 +45,7 @@ __device__ __forceinline__ void load_fragments(unsigned (&a)[4][4], unsigned (&b
 
 // --8<-- [start:gemm]
 template <int BM, int BN, int BK, int STAGES>
-__device__ __forceinline__ void mma_gemm(const half* A, const half* B, float* C, int N, int K)
+__device__ __forceinline__ void mma_gemm(const half* A, const half* B, float* C, int M, int N, int K)
 {
     using T = Tiles<BM, BN, BK>;
     constexpr int WARPS_N = BN / WARP_TILE, THREADS = 32 * (BM / WARP_TILE) * WARPS_N;
@@ -84,13 +54,19 @@ __device__ __forceinline__ void mma_gemm(const half* A, const half* B, float* C,
     half* Bs = smem + STAGES * T::A_SIZE;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wm = (warp / WARPS_N) * WARP_TILE, wn = (warp % WARPS_N) * WARP_TILE;
-    A += blockIdx.y * BM * K;
-    B += blockIdx.x * BN;
+    // gridDim.y stops at 65535: rows of tiles past it go on along z (and the last z-slice's
+    // extra blocks leave). Offsets are 64-bit, widened before the multiplies: past 2^31 floats.
+    // Inside a tile (load_tile) they stay int, as fast as before: BM x K and BK x N
+    // stay below 2^31 (the launch checks); B is passed moved down to the tile in 64 bits.
+    const int bx = blockIdx.x, by = blockIdx.z * gridDim.y + blockIdx.y;
+    if (by >= M / BM) return;
+    A += (size_t)by * BM * K;
+    B += bx * BN;
     float acc[4][8][4] = {};             // 4 m16 tiles x 8 n8 tiles x 4 floats
     const int tiles = K / BK;
 
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < tiles) load_tile<BM, BN, BK, THREADS>(As + s * T::A_SIZE, Bs + s * T::B_SIZE, A, B, N, K, s * BK);
+        if (s < tiles) load_tile<BM, BN, BK, THREADS>(As + s * T::A_SIZE, Bs + s * T::B_SIZE, A, B + (size_t)(s * BK) * N, N, K, s * BK);
         asm volatile("cp.async.commit_group;\n");
     }
     for (int kt = 0; kt < tiles; ++kt) {
@@ -101,7 +77,7 @@ __device__ __forceinline__ void mma_gemm(const half* A, const half* B, float* C,
         int next = kt + STAGES - 1;
         if (next < tiles)
             load_tile<BM, BN, BK, THREADS>(As + (next % STAGES) * T::A_SIZE, Bs + (next % STAGES) * T::B_SIZE,
-                                       A, B, N, K, next * BK);
+                                       A, B + (size_t)(next * BK) * N, N, K, next * BK);
         asm volatile("cp.async.commit_group;\n");
 
         const half* as = As + (kt % STAGES) * T::A_SIZE;
@@ -119,20 +95,20 @@ __device__ __forceinline__ void mma_gemm(const half* A, const half* B, float* C,
 #pragma unroll
                 for (int j = 0; j < 8; ++j)
                     mma_16816(acc[i][j], a[step % 2][i], b[step % 2][j / 2][(j % 2) * 2],
-                              b[step % 2][j / 2][(j % 2) * 2 + 1]);
+                              b[step % 2][j / 2][(j % 2) * 2 + 1], half());
         }
     }
     asm volatile("cp.async.wait_group 0;\n");
 
     // Accumulator layout of m16n8: c0,c1 at (lane/4, 2*(lane%4)+{0,1}), c2,c3 eight rows down.
-    C += (blockIdx.y * BM + wm) * N + blockIdx.x * BN + wn;
+    C += (size_t)(by * BM + wm) * N + bx * BN + wn;
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-            float* c = C + (16 * i + lane / 4) * N + 8 * j + 2 * (lane % 4);
+            float* c = C + (size_t)(16 * i + lane / 4) * N + 8 * j + 2 * (lane % 4);
             *reinterpret_cast<float2*>(c) = make_float2(acc[i][j][0], acc[i][j][1]);
-            *reinterpret_cast<float2*>(c + 8 * N) = make_float2(acc[i][j][2], acc[i][j][3]);
+            *reinterpret_cast<float2*>(c + 8 * (size_t)N) = make_float2(acc[i][j][2], acc[i][j][3]);
         }
 }
 // --8<-- [end:gemm]

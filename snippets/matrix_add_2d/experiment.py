@@ -2,34 +2,69 @@
 
 import numpy as np
 
-from labnotebook import Case, Experiment, Kernel, Launch, Tolerance, cdiv
-from labnotebook.run.elementwise import TORCH_ADD, add_reference
+from labnotebook import Case, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
+from labnotebook.run import draw
+from labnotebook.run.elementwise import TORCH_ADD, add_reference, all_pairs
 
 BLOCK = (16, 16)
+MAX_GRID_Y = 65535  # past 65535 x 16 rows, the kernel's threads walk on down the rows
+# Rung 2: 128 threads a block, each with PER_THREAD float4s of a and of b (2_add_2d_float4.cu's
+# PER_THREAD): 1024 floats a block, as the vector-add entry's Triton add.
+FLOAT4_THREADS = 128
+PER_THREAD = 2
+MAX_GRID_X = 2**31 - 1
 
 
-def matrix(rows, cols):
+def matrix(rows, cols, kind=None):
+    if kind:
+        return Case(f"{rows}x{cols} {kind}", rows=rows, cols=cols, kind=kind)
     return Case(f"{rows}x{cols}", rows=rows, cols=cols)
 
 
 def inputs(case, rng):
-    return {k: rng.standard_normal((case.rows, case.cols), dtype=np.float32) for k in "ab"}
+    a, b = (draw.normal(rng, (case.rows, case.cols)) for _ in "ab")
+    if case.params.get("kind") == "extremes":
+        # Every pairing of inf, NaN, near-overflow, subnormal and signed zeros, in the first rows.
+        all_pairs(a, b)
+    return {"a": a, "b": b}
 
 
 def launch(case):
-    return Launch(grid=(cdiv(case.cols, BLOCK[0]), cdiv(case.rows, BLOCK[1])), block=BLOCK,
-                  args=("a", "b", "c", np.int32(case.rows), np.int32(case.cols)))
+    if max(case.rows, case.cols) > 2**31 - 1:
+        raise Unsupported("rows and cols are ints: at most 2^31 - 1 each")
+    grid = (cdiv(case.cols, BLOCK[0]), min(cdiv(case.rows, BLOCK[1]), MAX_GRID_Y))
+    return Launch(grid=grid, block=BLOCK, args=("a", "b", "c", np.int32(case.rows), np.int32(case.cols)))
+
+
+def launch_float4(case):
+    # One flat array: a block per 1024 floats (at least one, for the tail of a matrix under 4 floats).
+    grid = max(1, cdiv(case.rows * case.cols // 4, FLOAT4_THREADS * PER_THREAD))
+    if grid > MAX_GRID_X:
+        raise Unsupported(f"{grid} blocks of {4 * FLOAT4_THREADS * PER_THREAD} floats: gridDim.x stops at 2^31 - 1")
+    return Launch(grid=(grid,), block=(FLOAT4_THREADS,),
+                  args=("a", "b", "c", np.int64(case.rows), np.int64(case.cols)))
 
 
 experiment = Experiment(
     title="Hello CUDA in 2D: a matrix add",
-    kernels=[Kernel("1_add_2d.cu", "matrix_add", launch)],
+    kernels=[Kernel("1_add_2d.cu", "matrix_add", launch),
+             Kernel("2_add_2d_float4.cu", "matrix_add_float4", launch_float4)],
     cases=[matrix(1024, 2048), matrix(8192, 8192)],
-    edge_cases=[matrix(1, 1), matrix(17, 33), matrix(1023, 2049), matrix(2049, 1), matrix(1, 4099)],
+    # 1048577 rows need 65537 blocks along y, two more than a launch takes: rung 1's rows loop
+    # covers the rest. For rung 2's flat float4s: 1, 2 (3x2) and 3 (1x4099) floats past the last
+    # whole float4, and none (1000x1002, whose last block is partly full).
+    edge_cases=[matrix(1, 1), matrix(17, 33), matrix(1023, 2049), matrix(2049, 1), matrix(1, 4099),
+                matrix(1048577, 1), matrix(3, 2), matrix(1000, 1002), matrix(37, 41, "extremes")],
+    # 2^31 + 2048 elements (24 GiB on the GPU): rung 1's 64-bit index and rows loop together, and
+    # rung 2's flat index past 2^31.
+    large_cases=[matrix(1048577, 2048)],
+    rowwise_reference=True,
     inputs=inputs,
     reference=add_reference,
     outputs={"c": np.float32},
     tolerance=Tolerance(atol=0.0, rtol=0.0),
     bytes_moved=lambda case: 3 * 4 * case.rows * case.cols,
+    intensity=lambda case: 1 / 12,  # one add per 12 bytes
     baselines=[TORCH_ADD],
+    headline=Headline(case="8192x8192", baseline="torch"),
 )

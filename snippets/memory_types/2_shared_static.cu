@@ -3,11 +3,12 @@
 #include "common.cuh"
 
 // --8<-- [start:kernel]
-extern "C" __global__ void mirror_poly_shared_static(const float* x, float* y, int n)
+extern "C" __global__ void mirror_poly_shared_static(const float* x, float* y, long long n)
 {
     __shared__ float tile[TILE];
-    int i = blockIdx.x * TILE + threadIdx.x;
-    int length = tile_length(blockIdx.x * TILE, n);
+    long long start = blockIdx.x * (long long)TILE;
+    long long i = start + threadIdx.x;
+    int length = tile_length(start, n);
     if (threadIdx.x < length) {
         tile[threadIdx.x] = x[i];
     }

@@ -4,8 +4,9 @@
 
 #define TILE 256
 
-// The tile's length: TILE, or what is left at the end of the array.
-__device__ __forceinline__ int tile_length(int start, int n)
+// The tile's length: TILE, or what is left at the end of the array. Positions are 64-bit, so
+// that arrays past 2^31 - 1 elements work.
+__device__ __forceinline__ int tile_length(long long start, long long n)
 {
-    return min(TILE, n - start);
+    return (int)min((long long)TILE, n - start);
 }

@@ -5,12 +5,12 @@
 // --8<-- [start:kernel]
 extern "C" __global__ void softmax_naive(const float* x, float* y, int rows, int cols)
 {
-    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;  // 64-bit: rows * cols passes 2^31
     if (row >= rows) {
         return;
     }
-    const float* in = x + (size_t)row * cols;
-    float* out = y + (size_t)row * cols;
+    const float* in = x + row * cols;
+    float* out = y + row * cols;
     float m = -INFINITY;
     for (int j = 0; j < cols; j++) {
         m = fmaxf(m, in[j]);

@@ -5,12 +5,12 @@
 // --8<-- [start:kernel]
 extern "C" __global__ void softmax_online(const float* x, float* y, int rows, int cols)
 {
-    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;  // 64-bit: rows * cols passes 2^31
     if (row >= rows) {
         return;
     }
-    const float* in = x + (size_t)row * cols;
-    float* out = y + (size_t)row * cols;
+    const float* in = x + row * cols;
+    float* out = y + row * cols;
     float m = -INFINITY, d = 0.0f;
     for (int j = 0; j < cols; j++) {
         float v = in[j];
@@ -18,7 +18,10 @@ extern "C" __global__ void softmax_online(const float* x, float* y, int rows, in
             continue;  // adds nothing, and -inf - -inf would be NaN
         }
         if (v > m) {
-            d = d * expf(m - v) + 1.0f;  // the correction term
+            // The correction term, plus exp(v - v) for v itself: 1, except at v = +inf, where
+            // inf - inf is NaN, as in PyTorch and the other rungs (a 1 here made the rest of a
+            // row with one +inf 0 instead of NaN).
+            d = d * expf(m - v) + expf(v - v);
             m = v;
         } else {
             d += expf(v - m);

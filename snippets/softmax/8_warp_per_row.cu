@@ -3,7 +3,9 @@
 // needs (1 to 32), so a warp may hold several short rows — keeps them in registers, and reduces
 // with shuffles inside the group alone: no shared memory, no block barrier. Each lane has VEC
 // float4 slots; when a row needs fewer, the group takes several rows at once, so every lane
-// keeps VEC loads in flight whatever the row length.
+// keeps VEC loads in flight whatever the row length. Indices are ints, as fast as they can be
+// (64-bit ones cost 3 to 8%): rows * cols is widened to size_t, and the launch keeps the thread
+// count and rows + VEC below 2^31 (about 32 threads per float32 row or fewer: 2^36 elements).
 #include "reduce.cuh"
 
 #define VEC 8  // float4 slots per lane: rows of up to 32 lanes x 32 floats = 1024 columns

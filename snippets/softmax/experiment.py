@@ -2,10 +2,13 @@
 
 import numpy as np
 
-from labnotebook import (Baseline, Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, Unsupported,
+from labnotebook import (Baseline, Case, Experiment, Headline, Kernel, Launch, PythonKernel, Tolerance, Unsupported,
                          cdiv)
+from labnotebook.run import draw
 
 SWEEP_ELEMENTS = 2**24  # 64 MiB in, 64 MiB out: well past the L2 at every row length
+NUMPY_MAX = 2**28  # the CPU softmax takes tens of seconds beyond this, and the large cases are not timed
+INF, NAN, BIG, TINY, MIN_NORMAL = np.inf, np.nan, np.float32(3.4e38), np.float32(1e-45), np.float32(1.17549435e-38)
 
 
 def matrix(rows, cols, kind="gaussian", name=None):
@@ -13,25 +16,52 @@ def matrix(rows, cols, kind="gaussian", name=None):
 
 
 def inputs(case, rng):
-    x = rng.standard_normal((case.rows, case.cols), dtype=np.float32)
+    x = draw.normal(rng, (case.rows, case.cols))
     if case.kind == "negative":  # no positive value anywhere: rung 4's bug
         x = -np.abs(x) - np.float32(1)
     elif case.kind == "large":  # exp overflows float32 without the max shift
         x *= np.float32(1e4)
     elif case.kind == "neg_inf":  # masked entries, and one row masked entirely (NaN, as in PyTorch)
-        x[rng.random(x.shape) < 0.3] = -np.inf
+        x[draw.uniform(rng, x.shape) < 0.3] = -np.inf
         x[0] = -np.inf
+    elif case.kind == "extremes":
+        extremes(x)
     return {"x": x}
+
+
+def extremes(x):
+    """Rows of non-finite and extreme values among N(0, 1) ones, each with one answer whatever
+    the order of the reductions: PyTorch's max is +inf on a row with +inf, and inf - inf = NaN
+    makes that whole row NaN; NaN anywhere makes its row NaN."""
+    cols = x.shape[1]
+    mid, last = cols // 2, cols - 1  # in the float4 body and in the scalar tail
+    x[0, mid] = INF                               # NaN row
+    x[1, last] = INF                              # NaN row
+    x[2, mid] = NAN                               # NaN row
+    x[3, [0, last]] = INF, -INF                   # NaN row
+    x[4, [1, mid]] = INF, INF                     # NaN row
+    x[5, mid] = BIG                               # 1 there, 0 elsewhere
+    x[6, [0, last]] = BIG, BIG                    # 1/2 and 1/2
+    x[7, mid] = -BIG                              # 0 there
+    x[8] = -BIG                                   # uniform
+    x[9, [0, mid, last]] = BIG, -BIG, -INF        # 1 at 0: -3.4e38 - 3.4e38 overflows to -inf, exp = 0
+    x[10] = np.resize(np.array([TINY, -0.0, 0.0, MIN_NORMAL, -TINY], dtype=np.float32), cols)  # uniform
+    x[11, last] = -INF                            # 0 there
 
 
 def reference(x):
     x = x.astype(np.float64)
-    with np.errstate(invalid="ignore"):  # a row of only -inf is NaN, as in PyTorch
+    # A row of only -inf is NaN (-inf - -inf), and so is a row with +inf (inf - inf), as in
+    # PyTorch; x - max may overflow float32 in the kernels (-3.4e38 - 3.4e38), never here.
+    with np.errstate(invalid="ignore"):
         e = np.exp(x - x.max(axis=1, keepdims=True))
         return {"y": e / e.sum(axis=1, keepdims=True)}
+# Row by row: any slice of rows of x gives those rows of y (Experiment.rowwise_reference).
 
 
 def args(case):
+    if max(case.rows, case.cols) > 2**31 - 1:
+        raise Unsupported("rows and cols are ints: at most 2^31 - 1 each")
     return ("x", "y", np.int32(case.rows), np.int32(case.cols))
 
 
@@ -63,6 +93,8 @@ def warp_per_row(case):
     lanes = min(32, 1 << (cdiv(case.cols, 4) - 1).bit_length())
     batch = 8 // cdiv(case.cols, 4 * lanes)  # rows per group of lanes, as in the kernel
     groups = cdiv(case.rows, batch)
+    if groups * lanes > 2**31 - 1 - 256 or case.rows > 2**31 - 1 - 8:
+        raise Unsupported("int thread and row indices: under 2^31 threads, and at most 2^31 - 9 rows")
     return Launch(grid=(cdiv(groups * lanes, 256),), block=(256,), args=(*args(case), np.int32(lanes)))
 
 
@@ -71,24 +103,31 @@ def cluster(case):
         raise Unsupported("meant for long rows (2048 columns and more); rungs 7 and 8 cover short ones")
     if case.cols > 8 * 512 * 4 * 8:
         raise Unsupported("a row must fit in a cluster's registers: at most 131072 columns")
+    if 8 * case.rows > 2**31 - 1:
+        raise Unsupported("8 blocks a row: gridDim.x stops at 2^31 - 1 blocks, so 2^28 - 1 rows")
     threads = max(32, 32 * cdiv(cdiv(cdiv(case.cols, 8), 32), 32))
     return Launch(grid=(8 * case.rows,), block=(threads,), args=args(case))
 
 
-def torch_softmax(case, x):
+def torch_softmax(case, inputs, outputs):
     import torch
 
-    t = torch.from_numpy(x["x"]).cuda()
-    return lambda: {"y": torch.softmax(t, dim=1)}
+    x, y = inputs["x"], outputs["y"]
+    # torch.softmax has no out=; torch._softmax (the op it calls, with half_to_float = False)
+    # does, so PyTorch writes straight into the engine's output.
+    return lambda: torch._softmax(x, 1, False, out=y)
 
 
-def numpy_softmax(case, x):
-    v = x["x"]
+def numpy_softmax(case, inputs, outputs):
+    if case.rows * case.cols > NUMPY_MAX:
+        raise Unsupported("the CPU softmax runs up to 2^28 elements (tens of seconds past that)")
+    x, y = inputs["x"], outputs["y"]
 
     def run():
-        with np.errstate(invalid="ignore"):
-            e = np.exp(v - v.max(axis=1, keepdims=True))
-            return {"y": e / e.sum(axis=1, keepdims=True)}
+        with np.errstate(invalid="ignore", over="ignore"):  # NaN rows, as in PyTorch; -inf exponents
+            np.subtract(x, x.max(axis=1, keepdims=True), out=y)
+            np.exp(y, out=y)
+            np.divide(y, y.sum(axis=1, keepdims=True), out=y)
 
     return run
 
@@ -119,14 +158,27 @@ experiment = Experiment(
         matrix(64, 512, "negative", name="64x512 all negative"),
         matrix(64, 2048, "large", name="64x2048 |x| ~ 1e4"),
         matrix(64, 1000, "neg_inf", name="64x1000 with -inf"),
+        # +inf, NaN, ±3.4e38 and subnormals, row by row (see extremes()): short rows with
+        # float4 loads, and long rows (the cluster's) of odd length.
+        matrix(16, 1000, "extremes", name="16x1000 extremes"),
+        matrix(16, 4099, "extremes", name="16x4099 extremes"),
     ],
+    # 2^31 elements (8 GiB in, 8 GiB out): short rows (rungs 7 and 8, Triton) and long ones
+    # (rung 9), with rows * cols past every 32-bit index.
+    large_cases=[matrix(2097152, 1024), matrix(16384, 131072)],
+    rowwise_reference=True,
     inputs=inputs,
     reference=reference,
     outputs={"y": np.float32},
     # float32 throughout, with sums of up to 131072 terms (a single thread's, in rungs 1 and 2).
     tolerance=Tolerance(atol=1e-9, rtol=2e-4),
     bytes_moved=lambda case: 2 * 4 * case.rows * case.cols,  # read once, write once: the least
-    baselines=[Baseline("torch", torch_softmax, requires=("torch",)),
+    # Per element: a max, a subtraction, an exp, an add to the sum and a scale, one flop each.
+    intensity=lambda case: 5 / 8,
+    baselines=[Baseline("torch", torch_softmax),
                Baseline("numpy", numpy_softmax, device="cpu", timed_cases=tuple(c.name for c in HEADLINE))],
-    time_limit_s=540,
+    headline=Headline(case="8192x8192", baseline="torch"),
+    # The large cases add about four minutes on an H100 (inputs, and ~11 s to check each row
+    # against a float64 reference computed slice by slice).
+    time_limit_s=900,
 )

@@ -11,7 +11,8 @@ MAX_COLS = 65536  # beyond this one program's registers spill the row to local m
 # --8<-- [start:kernel]
 @triton.jit
 def softmax_kernel(y_ptr, x_ptr, n_cols, BLOCK_SIZE: tl.constexpr):
-    row = tl.program_id(0)                               # one program (block) per row
+    row = tl.program_id(0).to(tl.int64)                  # one program (block) per row, 64-bit:
+                                                         # row * n_cols passes 2^31 - 1
     cols = tl.arange(0, BLOCK_SIZE)                      # the whole row, rounded up to 2^k
     mask = cols < n_cols
     x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))

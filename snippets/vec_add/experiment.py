@@ -2,30 +2,30 @@
 
 import numpy as np
 
-from labnotebook import (Baseline, Case, Experiment, Kernel, Launch, PhaseProgram, PythonKernel, Tolerance, cdiv,
-                         sizes)
-from labnotebook.run.elementwise import TORCH_ADD, add_reference
+from labnotebook import (Baseline, Case, Experiment, Headline, Kernel, Launch, PhaseProgram, PythonKernel, Tolerance,
+                         Unsupported, cdiv, sizes)
+from labnotebook.run import draw
+from labnotebook.run.elementwise import TORCH_ADD, add_reference, all_pairs
 
 BLOCK = 256
 # Rung 2 launches a fixed grid: enough 256-thread blocks to fill every SM several times over.
 FLOAT4_GRID = 132 * 8
-
-
-EXTREMES = np.array([np.inf, -np.inf, np.nan, 3.4e38, -3.4e38, 1e-45, -0.0, 0.0, 1.17549435e-38],
-                    dtype=np.float32)
+INT_MAX = 2**31 - 1
+NUMPY_MAX = 2**28  # the CPU add takes seconds beyond this, and the large cases are not timed
 
 
 def inputs(case, rng):
-    a = rng.standard_normal(case.n, dtype=np.float32)
-    b = rng.standard_normal(case.n, dtype=np.float32)
+    a = draw.normal(rng, case.n)
+    b = draw.normal(rng, case.n)
     if case.params.get("kind") == "extremes":
         # Every pairing of inf, NaN, near-overflow, subnormal and signed zeros, up front.
-        k = len(EXTREMES)
-        a[:k * k], b[:k * k] = np.repeat(EXTREMES, k), np.tile(EXTREMES, k)
+        all_pairs(a, b)
     return {"a": a, "b": b}
 
 
 def launch_naive(case):
+    if case.n > INT_MAX:  # the textbook kernel, kept as it is written: int n, int i
+        raise Unsupported("32-bit int index: at most 2^31 - 1 elements")
     return Launch(grid=(cdiv(case.n, BLOCK),), block=(BLOCK,), args=("a", "b", "c", np.int32(case.n)))
 
 
@@ -34,9 +34,11 @@ def launch_float4(case):
     return Launch(grid=(grid,), block=(BLOCK,), args=("a", "b", "c", np.int64(case.n)))
 
 
-def numpy_add(case, x):
-    c = np.empty_like(x["a"])
-    return lambda: {"c": np.add(x["a"], x["b"], out=c)}
+def numpy_add(case, inputs, outputs):
+    if case.n > NUMPY_MAX:
+        raise Unsupported("the CPU add runs up to 2^28 elements (seconds each past that)")
+    a, b, c = inputs["a"], inputs["b"], outputs["c"]
+    return lambda: np.add(a, b, out=c)
 
 
 experiment = Experiment(
@@ -47,12 +49,17 @@ experiment = Experiment(
     cases=[Case("10M", n=10_000_000), *sizes(*(2**k for k in range(10, 29, 2)))],
     edge_cases=[*sizes(1, 3, 255, 257, 1_000_003, 4 * BLOCK * FLOAT4_GRID + 5),
                 Case("4,099 extremes", n=4099, kind="extremes")],
+    # Past 2^31 elements (24 GiB on the GPU), with a tail of one float past the last float4.
+    large_cases=sizes(2**31 + 5),
+    rowwise_reference=True,
     inputs=inputs,
     reference=add_reference,
     outputs={"c": np.float32},
     tolerance=Tolerance(atol=0.0, rtol=0.0),
     bytes_moved=lambda case: 3 * 4 * case.n,
+    intensity=lambda case: 1 / 12,  # one add per 12 bytes
     baselines=[Baseline("numpy", numpy_add, device="cpu"), TORCH_ADD],
+    headline=Headline(case="2^28", baseline="torch"),
     time_transfers=True,
     phases=PhaseProgram("end_to_end.py", cases=("10M",)),
 )

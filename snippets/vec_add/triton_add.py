@@ -9,7 +9,7 @@ BLOCK_SIZE = 1024
 # --8<-- [start:kernel]
 @triton.jit
 def add_kernel(a_ptr, b_ptr, c_ptr, n, BLOCK_SIZE: tl.constexpr):
-    pid = tl.program_id(axis=0)                          # blockIdx.x
+    pid = tl.program_id(axis=0).to(tl.int64)             # blockIdx.x, 64-bit: offsets pass 2^31
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)  # a whole block's indices at once
     mask = offsets < n                                   # the `if (i < n)` guard, per element
     a = tl.load(a_ptr + offsets, mask=mask)

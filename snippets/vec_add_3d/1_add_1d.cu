@@ -1,10 +1,11 @@
-// The array seen as one long line: 1024 threads per block along x only.
+// The array seen as one long line: 1024 threads per block along x only. nx * ny * nz can pass
+// 2^31 - 1, so the size and the index are 64-bit (widened before the multiply).
 
 // --8<-- [start:kernel]
 extern "C" __global__ void add_1d(const float* __restrict__ a, const float* __restrict__ b,
-                                  float* __restrict__ c, int n)
+                                  float* __restrict__ c, long long n)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (i < n) {
         c[i] = a[i] + b[i];
     }

@@ -2,32 +2,40 @@
 
 import numpy as np
 
-from labnotebook import Case, Experiment, Kernel, Launch, Tolerance, Unsupported, cdiv
-from labnotebook.run.elementwise import TORCH_ADD, add_reference
+from labnotebook import Case, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
+from labnotebook.run import draw
+from labnotebook.run.elementwise import TORCH_ADD, add_reference, all_pairs
 
 BLOCK_3D = (16, 8, 8)
 
 
-def shape(nx, ny, nz, name=None):
-    return Case(name or f"{nx}x{ny}x{nz}", nx=nx, ny=ny, nz=nz)
+def shape(nx, ny, nz, name=None, **params):
+    return Case(name or f"{nx}x{ny}x{nz}", nx=nx, ny=ny, nz=nz, **params)
 
 
 def inputs(case, rng):
     dims = (case.nz, case.ny, case.nx)
-    return {"a": rng.standard_normal(dims, dtype=np.float32),
-            "b": rng.standard_normal(dims, dtype=np.float32)}
+    a, b = draw.normal(rng, dims), draw.normal(rng, dims)
+    if case.params.get("kind") == "extremes":
+        # Every pairing of inf, NaN, near-overflow, subnormal and signed zeros, up front.
+        all_pairs(a, b)
+    return {"a": a, "b": b}
 
 
 def launch_1d(case):
     n = case.nx * case.ny * case.nz
-    return Launch(grid=(cdiv(n, 1024),), block=(1024,), args=("a", "b", "c", np.int32(n)))
+    if cdiv(n, 1024) > 2**31 - 1:
+        raise Unsupported("gridDim.x is limited to 2^31 - 1 blocks of 1024 threads")
+    return Launch(grid=(cdiv(n, 1024),), block=(1024,), args=("a", "b", "c", np.int64(n)))
 
 
 def launch_3d(case):
     bx, by, bz = BLOCK_3D
     grid = (cdiv(case.nx, bx), cdiv(case.ny, by), cdiv(case.nz, bz))
-    if max(grid[1:]) > 65535:
+    if max(grid[1:]) > 65535:  # the limit is what the page shows: the 1D launch has none
         raise Unsupported(f"grid {grid}: gridDim.y and gridDim.z are limited to 65535 blocks")
+    if max(case.nx, case.ny, case.nz) > 2**31 - 1:
+        raise Unsupported("each dimension is an int: at most 2^31 - 1")
     return Launch(grid=grid, block=BLOCK_3D,
                   args=("a", "b", "c", np.int32(case.nx), np.int32(case.ny), np.int32(case.nz)))
 
@@ -40,11 +48,15 @@ experiment = Experiment(
     # Sizes that leave every block dimension partly empty, and the grid's limit: 8 * 65535 = 524280
     # planes need exactly 65535 blocks along z; one block more is beyond what a launch accepts.
     edge_cases=[shape(1, 1, 1), shape(17, 9, 5), shape(1001, 3, 7), shape(16, 8, 9),
-                shape(1, 1, 8 * 65535), shape(1, 1, 8 * 65535 + 1)],
+                shape(1, 1, 8 * 65535), shape(1, 1, 8 * 65535 + 1),
+                shape(33, 17, 9, "33x17x9 extremes", kind="extremes")],
+    rowwise_reference=True,
     inputs=inputs,
     reference=add_reference,
     outputs={"c": np.float32},
     tolerance=Tolerance(atol=0.0, rtol=0.0),
     bytes_moved=lambda case: 3 * 4 * case.nx * case.ny * case.nz,
+    intensity=lambda case: 1 / 12,  # one add per 12 bytes
     baselines=[TORCH_ADD],
+    headline=Headline(case="512x512x512", baseline="torch"),
 )

@@ -1,6 +1,7 @@
 // Three warp primitives built on shuffles, each writing its own output so that every lane of
 // every warp can be checked. Lanes past the end of the array hold 0 and still take part: a
-// full-mask shuffle needs all 32 lanes, so no thread returns early.
+// full-mask shuffle needs all 32 lanes, so no thread returns early. The size and the index are
+// 64-bit, so any array fits.
 
 // --8<-- [start:sum]
 // After five halvings, lane 0 holds the sum of all 32 lanes.
@@ -38,9 +39,9 @@ __device__ float warp_inclusive_scan(float v, int lane)
 
 // --8<-- [start:kernel]
 extern "C" __global__ void warp_primitives(const float* __restrict__ x, float* __restrict__ sums,
-                                           float* __restrict__ firsts, float* __restrict__ scans, int n)
+                                           float* __restrict__ firsts, float* __restrict__ scans, long long n)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     int lane = threadIdx.x % 32;
     float v = i < n ? x[i] : 0.0f;
     float total = warp_sum(v);

@@ -1,0 +1,202 @@
+"""The ``build_results.py`` command line: parse, choose the GPUs, hand over to ``orchestrate``,
+and turn the notebook's own errors into one ``error: ...`` line (exit status 2).
+
+    build_results.py [--only NAME ...] [--gpus all|0,1] [--force] [--no-sanitize] [--no-profile]
+    build_results.py --only NAME --kernel K ... --case C ...   # print, write nothing
+    build_results.py --list | --summary
+    build_results.py new NAME                                  # scaffold an entry
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import signal
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from .errors import NoGPUError, NotebookError
+from .experiments import experiment_folders, load
+from .freshness import Stored, current_hashes
+from .orchestrate import Build, Options, kill_workers, print_outcomes
+from .run.device import gpus_from_smi
+from .store import Store
+from .summary import print_summary
+
+# Lines whole and tables wide: a log (not a terminal) is read later, and grepped.
+console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
+DESCRIPTION = """Run the notebook's experiments on this machine's GPUs, verify and time them, and freeze the
+results into results/. With every result up to date it does nothing and needs no GPU.
+
+  build_results.py                        run what changed since its results were recorded
+  build_results.py --gpus all             the same, spread over every GPU of this machine
+  build_results.py --only NAME --kernel K --case C   one kernel at one case: printed, nothing written
+  build_results.py --list | --summary     the state of every result; every result as JSON lines
+  build_results.py new NAME               scaffold an entry (see docs/authoring.md)
+"""
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="build_results.py", description=DESCRIPTION,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", nargs="+", metavar="NAME", help="run only these experiments")
+    p.add_argument("--force", action="store_true", help="run even where results are up to date")
+    p.add_argument("--gpus", default="0", metavar="all|I,J",
+                   help="the GPUs to run on, all of one model: 'all' or indices such as 0,1 (default: 0)")
+    p.add_argument("--no-sanitize", action="store_true",
+                   help="skip the compute-sanitizer pass (memcheck, racecheck, synccheck, initcheck)")
+    p.add_argument("--no-profile", action="store_true",
+                   help="skip the Nsight Compute pass (each kernel and GPU baseline profiled at its headline case)")
+    p.add_argument("--kernel", nargs="+", metavar="NAME",
+                   help="run only these kernels and baselines (implies --dry-run: a record is always whole)")
+    p.add_argument("--case", nargs="+", metavar="NAME", help="run only these cases (implies --dry-run)")
+    p.add_argument("--dry-run", action="store_true", help="run, verify, time and print; write no results")
+    p.add_argument("--list", action="store_true", help="list experiments and the state of their results")
+    p.add_argument("--summary", action="store_true",
+                   help="print every stored result as JSON lines (no GPU needed)")
+    p.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
+    return p
+
+
+def new_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="build_results.py new",
+                                description="Scaffold an entry: a kernel, its experiment.py, a page and a nav line.")
+    p.add_argument("name", help="the entry's name: lower case, digits and underscores (e.g. scale)")
+    p.add_argument("--title", help="the page's title (default: from the name)")
+    p.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        rest = argv[2:] if argv[:1] == ["--root"] else argv  # tests name the project first
+        if rest[:1] == ["new"]:
+            from .scaffold import scaffold
+
+            args = new_parser().parse_args(argv[:len(argv) - len(rest)] + rest[1:])
+            for path in scaffold(args.root, args.name, args.title):
+                console.print(f"wrote {path.relative_to(args.root).as_posix()}")
+            console.print(f"next (docs/authoring.md has the whole loop): edit the kernel, experiment.py and the page; "
+                          f"without a GPU: pytest tests/test_experiments.py and mkdocs serve; "
+                          f"on a GPU: python build_results.py --only {args.name}")
+            return 0
+        args = main_parser().parse_args(argv)
+        root, store = args.root, Store(args.root / "results")
+        if args.summary:
+            print_summary(root, store)
+            return 0
+        folders = experiment_folders(root / "snippets")
+        if args.list:
+            return list_experiments(root, folders, store)
+        unknown = sorted(set(args.only or []) - set(folders))
+        if unknown:
+            raise NotebookError(f"no experiment named {', '.join(unknown)}; have {', '.join(folders)}")
+        selected = {n: f for n, f in folders.items() if not args.only or n in args.only}
+        if (args.kernel or args.case) and len(selected) != 1:
+            raise NotebookError("--kernel and --case need one experiment: add --only NAME")
+        options = Options(force=args.force, sanitize=not args.no_sanitize, profile=not args.no_profile,
+                          kernels=args.kernel, cases=args.case,
+                          dry_run=bool(args.dry_run or args.kernel or args.case))
+        try:
+            gpu, options.gpus = require_gpus(args.gpus)
+        except NoGPUError:
+            if not (args.force or options.dry_run) and all_fresh(root, store, selected):
+                names = ", ".join(selected) if args.only else "every experiment"
+                console.print(f"{names}: up to date on {', '.join(sorted({g for n in selected for g in store.gpus(n)}))}"
+                              "; nothing to run (no GPU needed)")
+                return 0
+            raise
+        build = Build(root, store, console, options)
+        signal.signal(signal.SIGTERM, _interrupted)
+        try:
+            outcomes = build.run(gpu, selected)
+        except KeyboardInterrupt:
+            print("error: interrupted; the experiments that finished kept their results, the rest "
+                  "are untouched", file=sys.stderr)
+            return 130
+        finally:
+            kill_workers()  # whatever ended the build, no worker outlives it
+        print_outcomes(console, gpu, outcomes, build.wall_s)
+        return 1 if any(o.state == "failed" for o in outcomes) else 0
+    except NotebookError as e:
+        print(f"error: {e}", file=sys.stderr)  # one plain line: no markup, no wrapping
+        return 2
+
+
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM (a `timeout`, a closed session): stop as Ctrl-C does
+
+
+def require_gpus(spec: str) -> tuple[str, list[int]]:
+    """The GPU model and the indices to run on; refuses a mix of models in one run."""
+    if importlib.util.find_spec("pycuda") is None:
+        raise NoGPUError("PyCUDA is not installed; on a GPU machine: pip install -e '.[gpu]' "
+                         "(reading the notebook needs no GPU: mkdocs serve)")
+    found = dict(gpus_from_smi())
+    if not found:
+        raise NoGPUError("no NVIDIA GPU found (nvidia-smi lists none); build_results.py runs on a GPU "
+                         "machine, while the site renders the committed results anywhere")
+    if spec == "all":
+        indices = sorted(found)
+    else:
+        try:
+            indices = sorted({int(i) for i in spec.split(",")})
+        except ValueError:
+            raise NotebookError(f"--gpus takes 'all' or indices such as 0,1; got {spec!r}") from None
+    absent = [i for i in indices if i not in found]
+    if absent:
+        raise NotebookError(f"no GPU {', '.join(map(str, absent))}; this machine has "
+                            + ", ".join(f"{i}: {n}" for i, n in sorted(found.items())))
+    models = sorted({found[i] for i in indices})
+    if len(models) > 1:
+        raise NotebookError(f"GPUs {spec} are of different models ({', '.join(models)}); results are kept "
+                            "per model, so run each model separately with --gpus")
+    return models[0], indices
+
+
+def all_fresh(root: Path, store: Store, selected: dict[str, Path]) -> bool:
+    """Whether every selected experiment has results, all fresh, on every GPU it has any for."""
+    hashes = current_hashes(root)
+    for name in selected:
+        gpus = store.gpus(name)
+        if not gpus or any(Stored.read(store, name, g, hashes[name]).state != "fresh" for g in gpus):
+            return False
+    return True
+
+
+def list_experiments(root: Path, folders: dict[str, Path], store: Store) -> int:
+    """Every experiment and the state of its results on each GPU. An experiment that cannot be
+    loaded is named below the table, with its file, and the exit status is 2."""
+    table = Table("experiment", "title", "GPU", "state")
+    hashes, broken = current_hashes(root), []
+    for name, folder in folders.items():
+        try:
+            title = load(folder).title
+        except NotebookError as e:
+            table.add_row(name, "", "", "[red]cannot load[/]")
+            broken.append(f"error: snippets/{name}/experiment.py: {e}")
+            continue
+        for gpu in store.gpus(name, failures=True) or [None]:
+            stored = Stored.read(store, name, gpu, hashes[name]) if gpu else None
+            if stored and stored.unreadable:
+                broken.append(f"error: {stored.unreadable}")
+            table.add_row(name, title, gpu or "", state_text(stored) if stored else "no results")
+    console.print(table)
+    for line in broken:
+        print(line, file=sys.stderr)
+    return 2 if broken else 0
+
+
+def state_text(stored: Stored) -> str:
+    """The state, and what a reader would miss in fresh results: kernels this machine could not run."""
+    record = stored.record if stored.state in ("fresh", "stale") else None
+    unavailable = {r.name: r.error for r in record.rows if r.unavailable} if record else {}
+    if not unavailable:
+        return stored.state
+    name, why = next(iter(unavailable.items()))
+    return f"{stored.state}; {name} unavailable: {why}"

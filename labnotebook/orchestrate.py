@@ -1,0 +1,445 @@
+"""Run experiments on this machine's GPUs and freeze what they produce.
+
+For each GPU, first its copy ceiling; for each experiment, one timed run (a worker process with
+the experiment's time limit, on a GPU of its own), then, if it verified, one untimed job per
+compute-sanitizer tool and the Nsight Compute profile (on a GPU of its own, so that no other
+work shows in its counters). When an experiment's last job is back, ``policy`` judges it and
+its record, or a failure record beside the last good one, is written. ``schedule.py`` decides what
+runs where; each worker is its own process, so a crash, a hang or a sticky CUDA error ends one
+experiment and nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from . import metrics, policy, profile
+from .errors import NotebookError
+from .experiments import engine_hash, load, source_hash
+from .freshness import Stored
+from .records import ProfilePass, Record, Verdict
+from .run import draw
+from .run.declare import Experiment
+from .sanitize import TOOLS, command, parse, sanitizer_path
+from .schedule import Job, Scheduler
+from .store import CEILINGS, Store, read_json
+
+DEFAULT_ESTIMATE_S = 60.0
+
+
+@dataclass
+class Outcome:
+    name: str
+    state: str  # ran / unchanged / failed / dry run
+    detail: str = ""
+    seconds: float = 0.0
+    gpu: int | None = None
+
+
+@dataclass
+class Options:
+    gpus: list[int] = field(default_factory=lambda: [0])
+    force: bool = False
+    sanitize: bool = True
+    profile: bool = True  # the Nsight Compute pass
+    kernels: list[str] | None = None  # run only these kernels and baselines
+    cases: list[str] | None = None  # run only these cases
+    dry_run: bool = False  # print the table, write nothing
+    shared_slots: int = 4  # sanitizer jobs that may share one GPU
+
+
+def worker_env(gpu: int | None = None, cpus: list[int] | None = None) -> dict[str, str]:
+    """Workers import this very package, wherever the project being built lives, see only their
+    own GPU (as device 0) while knowing its index on the machine, and keep to ``cpus``."""
+    package_parent = str(Path(__file__).resolve().parent.parent)
+    path = os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
+    if gpu is not None:  # nvidia-smi's index; CUDA counts in the same order only by PCI bus
+        env.update(CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=str(gpu), NOTEBOOK_DEVICE_INDEX=str(gpu))
+    if cpus:
+        env["NOTEBOOK_CPUS"] = ",".join(map(str, cpus))
+    return env
+
+
+def share_cores(gpus: list[int]) -> dict[int, list[int]]:
+    """Each GPU's share of this process's cores, so that work for one GPU (drawing inputs,
+    verifying, timing CPU baselines and host copies) does not crowd out another's."""
+    cores = draw.cores()
+    per = max(1, len(cores) // len(gpus))
+    return {g: cores[i * per:(i + 1) * per] or cores for i, g in enumerate(gpus)}
+
+
+_LIVE: set[subprocess.Popen] = set()
+_LOCK = threading.Lock()
+_STOPPING = threading.Event()
+
+
+class Stopped(Exception):
+    """The build is stopping: no worker may start any more."""
+
+
+def kill_workers() -> None:
+    """Kill every worker still running, with its children, and let no new one start: a build
+    that stops must not leave processes on a GPU (each worker has its own session, so it would
+    outlive the build)."""
+    with _LOCK:
+        _STOPPING.set()
+        for proc in list(_LIVE):
+            _kill(proc)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # it ended on its own meanwhile
+        pass
+
+
+def run_process(cmd: list[str], cwd: Path, env: dict, time_limit: float,
+                relay: Callable[[str], None] | None) -> tuple[int | None, list[str]]:
+    """Run ``cmd`` in its own session; relay its lines (or only keep them); kill the whole
+    process group past ``time_limit``. Returns ``(exit status or None if killed, lines)``."""
+    with _LOCK:
+        if _STOPPING.is_set():
+            raise Stopped("the build is stopping")
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+        _LIVE.add(proc)
+    try:
+        return _wait(proc, time_limit, relay)
+    finally:
+        _LIVE.discard(proc)
+
+
+def _wait(proc: subprocess.Popen, time_limit: float, relay) -> tuple[int | None, list[str]]:
+    lines: list[str] = []
+
+    def pump():
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if relay:
+                relay(line.rstrip("\n"))
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        proc.wait(timeout=time_limit)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        proc.wait()
+        reader.join(timeout=5)
+        return None, lines
+    reader.join(timeout=5)
+    return proc.returncode, lines
+
+
+class Build:
+    """One invocation of ``build_results.py``: the experiments to run and where their results go."""
+
+    def __init__(self, root: Path, store: Store, console: Console, options: Options):
+        self.root, self.store, self.console, self.options = root, store, console, options
+        self.ceiling_records: dict[int, Record] = {}
+        self.outcomes: list[Outcome] = []
+        self.many = len(options.gpus) > 1
+        self.cores = share_cores(options.gpus) if self.many else {}
+
+    # -- planning ------------------------------------------------------------------------------
+    def plan(self, gpu_name: str, selected: dict[str, Path]) -> list[tuple[str, Path, str, Experiment | None]]:
+        """The experiments to run; the rest are recorded as unchanged."""
+        filtered = self.options.kernels or self.options.cases or self.options.dry_run
+        todo = []
+        for name, folder in selected.items():
+            h = source_hash(folder)
+            stored = Stored.read(self.store, name, gpu_name, h)
+            record = stored.record
+            if not (self.options.force or filtered) and stored.state == "fresh" and record.status == "ok" \
+                    and not newly_installed(record):
+                self.outcomes.append(Outcome(name, "unchanged", f"results from {record.provenance.date}"))
+                continue
+            try:
+                exp = load(folder)
+            except NotebookError as e:
+                self.finish(name, gpu_name, h, None, str(e), time.perf_counter())
+                continue
+            todo.append((name, folder, h, exp, record))
+        return todo
+
+    def run(self, gpu_name: str, selected: dict[str, Path]) -> list[Outcome]:
+        t0 = time.perf_counter()
+        self.gpu_name = gpu_name
+        todo = self.plan(gpu_name, selected)
+        if self.options.sanitize and sanitizer_path() is None:
+            self.console.print("[yellow]compute-sanitizer not found: results will record no sanitizer outcome[/]")
+            self.options.sanitize = False
+        self.ncu = profile.version() if self.options.profile and profile.ncu_path() else None
+        if self.options.profile and self.ncu is None:
+            self.console.print("[yellow]Nsight Compute (ncu) not found: results will record the profile as skipped[/]")
+        if todo:
+            gpus = ", ".join(map(str, self.options.gpus))
+            unchanged = sum(o.state == "unchanged" for o in self.outcomes)
+            self.console.print(f"[bold]{gpu_name}[/] (GPU {gpus}): running {len(todo)} experiment(s), "
+                               f"{unchanged} unchanged")
+            self.cubin_cache = Path(tempfile.mkdtemp(prefix="notebook-cubins-"))
+            jobs = [self.ceiling_job(g) for g in self.options.gpus] + [self.run_job(*t) for t in todo]
+            try:
+                Scheduler(self.options.gpus, self.options.shared_slots,
+                          on_event=lambda e: self.console.print(f"[dim]{escape(e)}[/]")).run(jobs)
+            finally:
+                shutil.rmtree(self.cubin_cache, ignore_errors=True)
+        self.wall_s = time.perf_counter() - t0
+        return self.outcomes
+
+    # -- the ceiling ----------------------------------------------------------------------------
+    def ceiling_job(self, gpu: int) -> Job:
+        def run(g: int):
+            return self.worker(CEILINGS, g, [], time_limit=300)
+
+        def then(result):
+            record, error = _result(result)
+            if error:
+                self.console.print(f"[red]GPU {gpu}: ceiling measurement failed:[/] {escape(error)}")
+                return []
+            self.ceiling_records[gpu] = record
+            self.console.print(f"GPU {gpu}: copy ceiling {record.ceiling.gbs:,.0f} GB/s")
+            if len(self.ceiling_records) == len(self.options.gpus) and not self.options.dry_run:
+                self.store_ceilings()
+            return []
+        return Job("copy ceiling", run, timed=True, estimate_s=5, gpu=gpu, then=then)
+
+    def store_ceilings(self) -> None:
+        """One file per GPU model: the first GPU's record, with every GPU's measurement as a row."""
+        records = [self.ceiling_records[g] for g in sorted(self.ceiling_records)]
+        first = records[0]
+        first.rows = [r for rec in records for r in rec.rows]
+        first.source_hash = engine_hash()
+        self.store.write(first)
+
+    # -- one experiment ---------------------------------------------------------------------------
+    def run_job(self, name: str, folder: Path, h: str, exp: Experiment, previous: Record | None) -> Job:
+        t0 = 0.0
+        estimate = previous.duration_s if previous and previous.duration_s else DEFAULT_ESTIMATE_S
+        extra = []
+        if self.options.kernels:
+            extra += ["--kernel", *self.options.kernels]
+        if self.options.cases:
+            extra += ["--case", *self.options.cases]
+
+        def run(g: int):
+            nonlocal t0
+            t0 = time.perf_counter()
+            ceiling = self.ceiling_records.get(g)
+            args = extra + (["--ceiling", json.dumps(dataclasses.asdict(ceiling.ceiling))] if ceiling else [])
+            return self.worker(name, g, args, time_limit=exp.time_limit_s)
+
+        def then(result):
+            record, error = _result(result)
+            if error:
+                return self.finish(name, None, h, None, error, t0, job.ran_on)
+            record.source_hash = h
+            policy.judge(exp, record)
+            lost = [] if self.options.force else policy.lost(previous, record)
+            if lost:
+                record.status, record.problems = "failed", [f"{p}; keeping those results (--force replaces them)"
+                                                            for p in lost]
+            if record.status != "ok" or self.options.dry_run:
+                return self.finish(name, record.gpu, h, record, None, t0, job.ran_on)
+            return self.followup_jobs(name, h, exp, record, t0, job.ran_on, estimate)
+
+        job = Job(f"{name}: timed run", run, timed=True, estimate_s=estimate, then=then)
+        return job
+
+    def followup_jobs(self, name, h, exp, record: Record, t0: float, gpu: int, estimate: float) -> list[Job]:
+        """The passes over a verified run: one job per compute-sanitizer tool, and the profile.
+        The record is judged and written when the last of them is back."""
+        functions = {info.function: k for k, info in record.kernels.items() if info.language == "cuda"}
+        # Python-DSL kernels only: no sanitizer frame would name them, so the tools could tell nothing.
+        tools = TOOLS if self.options.sanitize and functions else ()
+        report: dict[str, dict[str, Verdict]] = {k: {} for k in functions.values()}
+        left = set(tools) | ({"profile"} if self.options.profile else set())
+
+        def done(part: str) -> list[Job]:
+            left.discard(part)
+            if left:
+                return []
+            if tools:
+                record.sanitizer = {k: {t: report[k][t] for t in TOOLS} for k in report}
+                findings = policy.sanitizer_findings(exp, record.sanitizer)
+                if findings:
+                    record.problems = findings
+                    record.status = "failed"
+                    return self.finish(name, record.gpu, h, record, "compute-sanitizer: " + findings[0], t0, gpu)
+                self.console.print(f"{name}: compute-sanitizer {', '.join(TOOLS)} clean")
+            return self.finish(name, record.gpu, h, record, None, t0, gpu)
+
+        jobs = [self.sanitizer_job(name, exp, tool, functions, report, done, estimate / 4) for tool in tools]
+        if self.options.profile:
+            jobs.append(self.profile_job(name, exp, record, done, estimate / 2))
+        return jobs or done("")
+
+    def sanitizer_job(self, name, exp, tool: str, functions: dict[str, str],
+                      report: dict[str, dict[str, Verdict]], done, estimate_s: float) -> Job:
+        def run(g: int):
+            with tempfile.TemporaryDirectory(prefix="notebook-sanitize-") as tmp:
+                out = Path(tmp) / "r.json"
+                worker = self.worker_command(name, ["--verify-only", "--out", str(out)])
+                status, lines = run_process(command(tool, worker), self.root, worker_env(g, self.cores.get(g)),
+                                            exp.time_limit_s, relay=None)
+                finished = status is not None and out.exists() and "format" in read_json(out)
+            if status is None:
+                return {k: Verdict(None, f"timed out after {exp.time_limit_s} s") for k in functions.values()}
+            if not finished:  # the worker itself failed under the tool: nothing it ran can be called clean
+                last = next((ln for ln in reversed(lines) if ln.strip() and not ln.startswith("=")), "no output")
+                return {k: Verdict(None, f"the worker did not finish under {tool}: {last}")
+                        for k in functions.values()}
+            return parse("\n".join(lines), functions)
+
+        def then(result):
+            verdicts = result if isinstance(result, dict) else \
+                {k: Verdict(None, f"the sanitizer job failed: {result}") for k in functions.values()}
+            for kernel, v in verdicts.items():
+                report[kernel][tool] = v
+            return done(tool)
+        return Job(f"{name}: {tool}", run, timed=False, estimate_s=estimate_s, then=then)
+
+    def profile_job(self, name, exp, record: Record, done, estimate_s: float) -> Job:
+        """ncu over a ``--profile`` worker. A profile that fails is recorded as failed with the
+        reason; it never fails the run: it explains the numbers, it does not make them."""
+        def run(g: int) -> ProfilePass:
+            if self.ncu is None:
+                return ProfilePass("skipped", "Nsight Compute (ncu) was not found on the machine that ran this")
+            with tempfile.TemporaryDirectory(prefix="notebook-profile-") as tmp:
+                out, report = Path(tmp) / "launched.json", Path(tmp) / "ncu.csv"
+                worker = self.worker_command(name, ["--profile", "--out", str(out)])
+                # LC_ALL=C: ncu formats numbers by locale ("1.234,5" under de_DE); the parser reads "1,234.5".
+                status, lines = run_process(profile.command(worker, report), self.root,
+                                            {**worker_env(g, self.cores.get(g)), "LC_ALL": "C"},
+                                            exp.time_limit_s, relay=None)
+                launched = read_json(out) if out.exists() else {}
+                text = report.read_text(errors="replace") if report.exists() else ""
+            if status is None:
+                # ncu was SIGKILLed with its group and could not unlock the clocks it locked: a later
+                # timed run on this GPU would run at base clock. ncu's documented remedy:
+                subprocess.run([profile.ncu_path(), "--clock-control", "reset"], env=worker_env(g),
+                               capture_output=True, timeout=120, check=False)
+                return ProfilePass("failed", f"timed out after {exp.time_limit_s} s under ncu")
+            if status != 0 or "order" not in launched:
+                last = next((ln for ln in reversed(lines + text.splitlines()) if ln.strip()), "no output")
+                return ProfilePass("failed", f"the worker did not finish under ncu: {launched.get('error') or last}")
+            return profile.parse(text, launched)
+
+        def then(result):
+            record.profile = result if isinstance(result, ProfilePass) else \
+                ProfilePass("failed", f"the profile job failed: {type(result).__name__}: {result}")
+            if self.ncu and record.provenance:
+                record.provenance = dataclasses.replace(record.provenance, ncu=self.ncu)
+            if record.profile.status != "ok":
+                self.console.print(f"[yellow]{name}: profile {record.profile.status}: {escape(record.profile.reason)}[/]")
+            return done("profile")
+        # Timed, so that it has its GPU to itself: ncu's counters are the GPU's, not the process's.
+        return Job(f"{name}: profile", run, timed=True, estimate_s=estimate_s, then=then)
+
+    def finish(self, name, gpu_name, h, record: Record | None, error: str | None, t0: float,
+               gpu: int | None = None) -> list[Job]:
+        """Write the record, or a failure record beside the last good one; note the outcome."""
+        seconds = time.perf_counter() - t0
+        if record is not None and record.status != "ok" and error is None:
+            error = policy.summary_reason(record.problems)
+        if self.options.dry_run:
+            if record is not None:
+                print_rows(self.console, record)
+            self.outcomes.append(Outcome(name, "failed" if error else "dry run", error or "nothing written",
+                                         seconds, gpu))
+            return []
+        if error is None:
+            self.store.write(record)
+            self.outcomes.append(Outcome(name, "ran", f"{len(record.rows)} results", seconds, gpu))
+            return []
+        failure = record or Record(experiment=name, title=name, gpu=gpu_name or self.gpu_name,
+                                   provenance=None, rows=[], status="failed")
+        failure.status, failure.error, failure.source_hash = "failed", error, h
+        failure.failed_at = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
+        self.store.write_failure(failure)
+        self.console.print(f"[bold red]✗ {name}:[/] {escape(error)}")
+        self.outcomes.append(Outcome(name, "failed", error, seconds, gpu))
+        return []
+
+    # -- workers --------------------------------------------------------------------------------
+    def worker_command(self, name: str, args: list[str]) -> list[str]:
+        return [sys.executable, "-m", "labnotebook.run.worker", name, "--root", str(self.root),
+                "--cubin-cache", str(self.cubin_cache), *args]
+
+    def worker(self, name: str, gpu: int, args: list[str], time_limit: float) -> tuple[Record | None, str | None]:
+        """Run one worker on ``gpu``, relaying its output; ``(record, None)`` or ``(None, error)``."""
+        prefix = f"{name} │ " if self.many else ""
+        with tempfile.TemporaryDirectory(prefix="notebook-run-") as tmp:
+            out = Path(tmp) / "record.json"
+            status, lines = run_process(self.worker_command(name, [*args, "--out", str(out)]), self.root,
+                                        worker_env(gpu, self.cores.get(gpu)), time_limit,
+                                        relay=lambda line: self.console.print(prefix + line, markup=False,
+                                                                              highlight=False))
+            if status is None:
+                return None, f"timed out after {time_limit:.0f} s (a hung kernel?) and was killed"
+            if out.exists():
+                data = read_json(out)
+                if "format" not in data:  # the worker's own {"error": ...}: an engine error, named
+                    return None, data["error"]
+                if status == 0:
+                    return Record.from_json(data, f"{name}'s worker output"), None
+        last = next((ln for ln in reversed(lines) if ln.strip()), "no output")
+        how = f"killed by signal {-status}" if status < 0 else f"exited with status {status}"
+        return None, f"worker {how}: {last.strip()}"
+
+
+def _result(result) -> tuple[Record | None, str | None]:
+    if isinstance(result, BaseException):
+        return None, f"{type(result).__name__}: {result}"
+    return result
+
+
+def newly_installed(record: Record) -> list[str]:
+    """Modules that were missing when ``record`` was made and can be imported now."""
+    from .run.execute import module_installed
+
+    missing = {r.missing_module for r in record.rows if r.missing_module}
+    return sorted(m for m in missing if module_installed(m))
+
+
+def print_rows(console: Console, record: Record) -> None:
+    """A run's rows as a table (what ``--dry-run`` and the filters show instead of writing)."""
+    table = Table("case", "kernel", "status", "median", "throughput", "% of copy", "worst / bound", "verified in",
+                  title=f"{record.experiment} on {record.gpu} (GPU {record.provenance.device_index})")
+    for r in record.rows:
+        value, unit = metrics.throughput(r)
+        pct = metrics.pct_of_ceiling(r, record)
+        table.add_row(escape(r.case), escape(r.name), r.status if not r.error else f"{r.status}: {escape(r.error)}",
+                      f"{r.time.median_ms:.4f} ms" if r.time else "", f"{value:,.1f} {unit}" if value else "",
+                      f"{pct:.1f}%" if pct else "", f"{r.check.bound_ratio:.2g}" if r.check else "",
+                      f"{r.verify_s:.2f} s" if r.verify_s is not None else "")
+    console.print(table)
+
+
+def print_outcomes(console: Console, gpu: str, outcomes: list[Outcome], wall_s: float) -> None:
+    table = Table("experiment", "GPU", "state", "detail", "seconds", title=f"build_results on {gpu}")
+    style = {"ran": "green", "unchanged": "dim", "failed": "bold red", "dry run": "cyan"}
+    for o in outcomes:
+        table.add_row(o.name, "" if o.gpu is None else str(o.gpu), f"[{style[o.state]}]{o.state}[/]",
+                      escape(o.detail), f"{o.seconds:.1f}")
+    console.print(table)
+    counts = {s: sum(o.state == s for o in outcomes) for s in ("ran", "unchanged", "failed", "dry run")}
+    console.print(", ".join(f"{n} {s}" for s, n in counts.items() if n or s != "dry run")
+                  + f" in {wall_s:.1f} s")

@@ -1,0 +1,55 @@
+"""Random inputs of any size, drawn on every core, the same for a given generator on any machine.
+
+NumPy draws from one generator on one core: 2^31 floats take tens of seconds. Here the array is
+cut into fixed slices of ``SLICE`` elements, each drawn from its own child generator
+(``rng.spawn``) in a thread pool (NumPy releases the GIL while it fills). The slicing does not
+depend on the number of cores, so the values do not either.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+import numpy as np
+
+SLICE = 1 << 22
+
+
+def cores() -> list[int]:
+    """The cores this process may use (the build gives each GPU's workers their own share)."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))  # macOS: no affinity, every core
+
+
+def threads() -> int:
+    return max(1, min(32, len(cores())))
+
+
+def _fill(rng: np.random.Generator, shape, dtype, draw: Callable[[np.random.Generator, np.ndarray], None]) -> np.ndarray:
+    out = np.empty(shape, dtype=dtype)
+    flat = out.reshape(-1)
+    if flat.size <= SLICE:
+        draw(rng, flat)
+        return out
+    starts = range(0, flat.size, SLICE)
+    children = rng.spawn(len(starts))
+    with ThreadPoolExecutor(threads()) as pool:
+        list(pool.map(lambda i: draw(children[i], flat[starts[i]:starts[i] + SLICE]), range(len(starts))))
+    return out
+
+
+def normal(rng: np.random.Generator, shape, dtype=np.float32) -> np.ndarray:
+    """Standard normal values (float32 or float64)."""
+    return _fill(rng, shape, dtype, lambda g, x: g.standard_normal(out=x, dtype=x.dtype))
+
+
+def uniform(rng: np.random.Generator, shape, low: float = 0.0, high: float = 1.0, dtype=np.float32) -> np.ndarray:
+    """Uniform values in ``[low, high)``, drawn in float32 or float64 and cast to ``dtype``."""
+    def draw(g: np.random.Generator, x: np.ndarray) -> None:
+        kind = x.dtype if x.dtype in (np.float32, np.float64) else np.float64
+        values = g.random(x.size, dtype=kind)
+        x[...] = (low + (high - low) * values).astype(x.dtype)
+    return _fill(rng, shape, dtype, draw)

@@ -1,0 +1,51 @@
+"""What the matrix-multiplication experiments share: their cases, inputs, reference and the
+limits their int arithmetic and grids keep (C = A @ B, row-major, A of M×K and B of K×N)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import draw
+from .declare import Case
+
+MAX_GRID_YZ = 65535
+INT_MAX = 2**31 - 1
+# The kernels count along K in whole tiles with int (k0 += TILE): within a tile of 2^31 - 1 that
+# would overflow, so every dimension stays below it.
+MAX_DIM = INT_MAX - 256
+
+
+def mnk(m: int, n: int | None = None, k: int | None = None, kind: str | None = None) -> Case:
+    """A case named ``4096³`` or ``4096×1024×2048``, with ``kind`` (special inputs) appended."""
+    n, k = n or m, k or m
+    name = f"{m}³" if m == n == k else f"{m}×{n}×{k}"
+    return Case(f"{name} {kind}", m=m, n=n, k=k, kind=kind) if kind else Case(name, m=m, n=n, k=k)
+
+
+def inputs(dtype):
+    """An ``inputs(case, rng)`` for A and B uniform in [-1, 1) of ``dtype``."""
+    def make(case, rng):
+        a = draw.uniform(rng, (case.m, case.k), -1, 1, dtype=dtype)
+        b = draw.uniform(rng, (case.k, case.n), -1, 1, dtype=dtype)
+        if case.params.get("kind") == "inf, NaN":
+            # One +inf in A and one NaN in B: row 1 of C is ±inf (by the sign of B's row 2, never
+            # 0 here) and column 3 is NaN, whatever the order of the sums. No ±3.4e38: float32 and
+            # float64 accumulations would overflow at different points.
+            a[1, 2] = np.inf
+            b[2][b[2] == 0] = 0.5
+            b[case.k - 1, 3] = np.nan
+        return {"a": a, "b": b}
+    return make
+
+
+def reference(a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
+    with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 and inf - inf would be NaN, as intended
+        return {"c": a.astype(np.float64) @ b.astype(np.float64)}
+
+
+def intensity(in_bytes: int, out_bytes: int = 4):
+    """Flops per byte of a GEMM's least traffic (A and B read once, C written once), for the
+    roofline: elements of ``in_bytes`` in, of ``out_bytes`` out."""
+    def of(case) -> float:
+        return 2 * case.m * case.n * case.k / (in_bytes * (case.m * case.k + case.k * case.n) + out_bytes * case.m * case.n)
+    return of

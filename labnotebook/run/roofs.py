@@ -1,0 +1,34 @@
+"""The FP32 compute roof for the roofline, measured beside the copy ceiling: ``fma_peak.cu``
+on every SM, as many threads as an SM holds, each running independent FMA chains."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ..records import Row
+from .compile import compile_cubin
+
+SOURCE = Path(__file__).with_name("fma_peak.cu")
+CHAINS = 8  # as fma_peak.cu's CHAINS
+ITERATIONS = 1 << 16  # a few milliseconds on a Hopper GPU: long enough to time well
+THREADS = 256
+
+
+def fp32_fma_peak(cuda, timer, arch: str, sm_count: int, max_threads_per_sm: int, device_index) -> Row:
+    """FLOP/s of fused multiply-adds (two flops each) across the whole GPU, as a ceiling row."""
+    blocks = sm_count * (max_threads_per_sm // THREADS)
+    with tempfile.TemporaryDirectory(prefix="notebook-roofs-") as tmp:
+        compiled = compile_cubin(SOURCE, Path(tmp), arch)
+        fn = cuda.module_from_file(str(compiled.cubin)).get_function("fma_peak")
+    out = cuda.mem_alloc(4 * blocks)
+    try:
+        args = (out, np.int32(ITERATIONS), np.float32(0.999), np.float32(0.001))
+        timing = timer.time(lambda: fn(*args, grid=(blocks, 1, 1), block=(THREADS, 1, 1)))
+    finally:
+        out.free()
+    return Row(kind="ceiling", name="fp32 fma", case=f"{blocks} blocks of {THREADS} threads",
+               params={"device_index": device_index, "iterations": ITERATIONS, "chains": CHAINS},
+               status="ok", timed=True, flops=2 * CHAINS * ITERATIONS * blocks * THREADS, time=timing)

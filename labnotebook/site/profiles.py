@@ -1,0 +1,140 @@
+"""What Nsight Compute saw: a table per entry, the sentences that explain each rung's gain by
+its profile, and each kernel's limiter. All drawn from ``Record.profile``; a record without a
+profile pass, or a CUDA kernel without a profile, is a Problem like any missing number."""
+
+from __future__ import annotations
+
+from ..records import KernelProfile, Profile, Record
+from . import fmt
+from .fmt import cell
+from .results import Problem, View, run_command
+from .tables import Note, caption, table
+
+# ncu's warp-stall reasons in words a reader of this notebook knows (Nsight Compute's
+# "Warp State Statistics" section describes each).
+STALLS = {
+    "long_scoreboard": "waiting for global memory",
+    "short_scoreboard": "waiting for shared memory or a special function",
+    "barrier": "waiting at a barrier",
+    "membar": "waiting at a memory fence",
+    "mio_throttle": "shared-memory instruction queue full",
+    "lg_throttle": "global-memory instruction queue full",
+    "tex_throttle": "texture unit busy",
+    "math_pipe_throttle": "math pipe busy",
+    "wait": "a fixed-latency dependency",
+    "not_selected": "ready, another warp issued",
+    "no_instruction": "no instruction fetched",
+    "branch_resolving": "resolving a branch",
+    "dispatch_stall": "dispatch stall",
+    "drain": "draining stores at exit",
+    "imc_miss": "constant-cache miss",
+    "sleeping": "sleeping",
+    "misc": "other",
+}
+LIMITERS = {"memory": "memory-bound", "compute": "compute-bound", "latency": "latency-bound"}
+
+
+def stall(reason: str) -> str:
+    return STALLS.get(reason, reason.replace("_", " "))
+
+
+def require_pass(view: View) -> Record:
+    """The record, with a profile pass that ran; a Problem naming the command otherwise."""
+    record = view.require()
+    p = record.profile
+    where = f"{view.experiment} on {view.gpu}"
+    if p is None:
+        raise Problem("unprofiled", f"{where} has no Nsight Compute profile on record: run "
+                                f"`{run_command(view.experiment)} --force` on a GPU with ncu", view.experiment)
+    if p.status != "ok":
+        raise Problem("unprofiled", f"{where}: the profile pass {p.status}: {p.reason}", view.experiment)
+    return record
+
+
+def profile_of(view: View, name: str) -> Profile:
+    """``name``'s profile, or a Problem saying why there is none."""
+    record = require_pass(view)
+    profile = record.profile.profiles.get(name)
+    if profile is None or profile.main is None:
+        why = profile.error if profile else "not profiled"
+        raise Problem("unprofiled", f"{view.experiment}/{name} on {view.gpu} has no profile: {why}", view.experiment)
+    return profile
+
+
+def _pct(x: float | None) -> str:
+    return fmt.percent(x) if x is not None else "–"
+
+
+def _stalls(k: KernelProfile, top: int = 2) -> str:
+    return "; ".join(f"{stall(r)} {fmt.percent(100 * s)}" for r, s in list(k.stalls.items())[:top]) or "–"
+
+
+def limiter(k: KernelProfile) -> str:
+    return LIMITERS.get(k.limiter or "", "–")
+
+
+def profile_table(view: View, note: Note) -> str:
+    """One line per kernel and GPU baseline: where ncu says its time goes."""
+    record = require_pass(view)
+    head = ["kernel", "case", "limiter", "time under ncu", "DRAM", "L1 hit", "L2 hit", "SM busy",
+            "occupancy (achieved / theoretical)", "registers", "warps mostly stalled on"]
+    lines = []
+    order = list(record.kernels) + [n for n in record.profile.profiles if n not in record.kernels]
+    for name in order:
+        p = record.profile.profiles.get(name)
+        k = p.main if p else None
+        if k is None:
+            why = p.error if p else "not profiled"
+            if name in record.kernels and record.kernels[name].language == "cuda":
+                note(Problem("unprofiled", f"{view.experiment}/{name} on {view.gpu} has no profile: {why}", view.experiment))
+            lines.append([f"`{name}`", cell(fmt.case(p.case)) if p else "–", f"– {cell(why)}", *["–"] * 8])
+            continue
+        launches = f" ({len(p.launches)} kernels)" if len(p.launches) > 1 else ""
+        lines.append([
+            f"`{name}`", cell(fmt.case(p.case)), f"**{limiter(k)}**",
+            fmt.duration(p.duration_ns / 1e6) + launches if p.duration_ns else "–",
+            f"{fmt.rate(k.dram_gbs, 'GB/s')} ({_pct(k.dram_pct)})" if k.dram_gbs is not None else _pct(k.dram_pct),
+            _pct(k.l1_hit_pct), _pct(k.l2_hit_pct), _pct(k.sm_pct),
+            f"{_pct(k.achieved_occupancy_pct)} / {_pct(k.theoretical_occupancy_pct)}",
+            str(k.registers) if k.registers is not None else "–", cell(_stalls(k))])
+    version = record.provenance.ncu if record.provenance else None
+    out = table(head, lines)
+    out += (f"\n\n*Nsight Compute {version or ''}, one launch of each at the case shown, clocks locked to base: "
+            "its times are not the timed medians above. A library call that launches several kernels is "
+            "described by its longest one. The limiter is ncu's speed-of-light rule: memory- or compute-bound "
+            "by whichever is busier, latency-bound when neither reaches 60% of its peak.*")
+    return out + caption([view])
+
+
+def gain(view: View, a: str, b: str) -> str:
+    """A sentence on what changed, by the profile, from rung ``a`` to rung ``b``: DRAM throughput,
+    occupancy and the leading stall, each direction word chosen by the data."""
+    ka, kb = profile_of(view, a).main, profile_of(view, b).main
+    parts = []
+    for label, x, y in (("DRAM throughput", ka.dram_pct, kb.dram_pct),
+                        ("achieved occupancy", ka.achieved_occupancy_pct, kb.achieved_occupancy_pct),
+                        ("the SMs' busiest pipe", ka.sm_pct, kb.sm_pct)):
+        if x is not None and y is not None:
+            verb = "rises" if y > x + 0.5 else "falls" if y < x - 0.5 else "stays"
+            parts.append(f"{label} {verb} from {fmt.percent(x)} to {fmt.percent(y)} of peak" if verb != "stays"
+                         else f"{label} stays at {fmt.percent(y)} of peak")
+    sa, sb = next(iter(ka.stalls), None), next(iter(kb.stalls), None)
+    if sa and sb:
+        x, y = fmt.percent(100 * ka.stalls[sa]), fmt.percent(100 * kb.stalls[sb])
+        parts.append(f"the leading stall moves from {stall(sa)} ({x} of stalls) to {stall(sb)} ({y})" if sa != sb
+                     else f"the leading stall is still {stall(sb)} ({x} of stalls, then {y})")
+    return (f"From `{a}` to `{b}` ({limiter(ka)} to {limiter(kb)}): " + "; ".join(parts) + "."
+            if parts else f"From `{a}` to `{b}`: {limiter(ka)} to {limiter(kb)}.")
+
+
+def ladder(view: View, note: Note) -> str:
+    """The gain sentences for each consecutive pair of profiled CUDA or Python-DSL kernels."""
+    record = require_pass(view)
+    names = [n for n in record.kernels if (p := record.profile.profiles.get(n)) and p.main is not None]
+    lines = []
+    for a, b in zip(names, names[1:]):
+        try:
+            lines.append("- " + gain(view, a, b))
+        except Problem as p:
+            note(p)
+    return "\n".join(lines)

@@ -1,0 +1,296 @@
+"""Attention, forward pass: O = softmax(Q K^T / sqrt(D)) V per (batch, head), fp16 or bf16 in and
+fp32 accumulate, from the textbook's three steps to tensor cores, against PyTorch's
+scaled_dot_product_attention and a plain PyTorch composition in fp32.
+
+Layout: Q, K and V are (B, H, N, D), contiguous. O is (B, H, N, D) in float32, for every input
+type: the engine declares one output type per experiment, and NumPy has no bfloat16. Causal
+masking lets query i see keys 0..i; N x N is square, so every row sees key 0 and none is ever
+fully masked.
+"""
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from labnotebook import Baseline, Case, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
+from labnotebook.run import draw
+
+INT_MAX = 2**31 - 1
+MAX_GRID_YZ = 65535
+# N and D are ints in the kernels, and loops step through them by up to 256: room to spare.
+MAX_N = INT_MAX - 1024
+# Rung 1 writes S, B x H x N x N floats, to global memory: up to 2^26 of them (256 MiB) here.
+NAIVE_SCORES = 1 << 26
+# The PyTorch composition holds S and P, each B x H x N x N floats: up to 4 GiB each.
+TORCH_NAIVE_BYTES = 4 << 30
+REFERENCE_CHUNK = 1 << 22  # float64 scores the reference holds per task (32 MiB)
+
+
+def shape(b, h, n, d, dtype="fp16", mask="none", kind=None):
+    """A case named ``4×16×4096×128 fp16 causal``: batch, heads, sequence length, head dimension,
+    then the input type and the mask. ``kind`` names special inputs."""
+    name = f"{b}×{h}×{n}×{d} {dtype}" + (" causal" if mask == "causal" else "") + (f" {kind}" if kind else "")
+    return Case(name, b=b, h=h, n=n, d=d, dtype=dtype, mask=mask, **({"kind": kind} if kind else {}))
+
+
+def naive_fits(case):
+    return case.b * case.h * case.n * case.n <= NAIVE_SCORES
+
+
+# -- inputs and the reference -------------------------------------------------------------------
+
+def narrow(x, dtype):
+    """float32 values rounded to nearest (even) in the input type: fp16 as NumPy's float16; bf16,
+    which NumPy lacks, as its bit patterns in int16 (the kernels and PyTorch read the same bytes
+    as bfloat16). inf stays inf and NaN stays NaN in both."""
+    if dtype == "fp16":
+        return x.astype(np.float16)
+    u = x.view(np.uint32)
+    return ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16).view(np.int16)
+
+
+def widen(x):
+    """The exact values of fp16 or bf16 (int16 bits) inputs, in float64."""
+    if x.dtype == np.int16:
+        x = (x.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return x.astype(np.float64)
+
+
+def inputs(case, rng):
+    size = (case.b, case.h, case.n, case.d)
+    q, k, v = (draw.normal(rng, size) for _ in range(3))
+    if case.params.get("kind") == "inf, NaN":
+        # Non-causal, so that every query sees both. +inf in key 5 of head (0, 0), at column 3:
+        # each query there scores +inf or -inf against it, by the sign of its column 3 (never
+        # zero here): a row with +inf is NaN (inf - inf, as in PyTorch), one with -inf just skips
+        # the key. NaN in value 7 of head (1, 1), at column 2: column 2 of every output row of
+        # that head is NaN, whatever its weight (0 x NaN is NaN).
+        col = q[0, 0, :, 3]
+        col[np.abs(col) < 1e-3] = 0.5
+        k[0, 0, 5, 3] = np.inf
+        v[1, 1, 7, 2] = np.nan
+    x = {"q": narrow(q, case.dtype), "k": narrow(k, case.dtype), "v": narrow(v, case.dtype),
+         # reference() sees only the inputs, so the mask travels as one: a flag. (The kernels get
+         # it as an int argument, the libraries from the case.)
+         "causal": np.array([case.mask == "causal"], dtype=np.int8)}
+    # Rung 1's S, where it runs: scratch that the other rungs ignore. It starts as random values,
+    # not zeros, so that a score read before it is written makes a wrong answer.
+    x["scores"] = (draw.uniform(rng, (case.b, case.h, case.n, case.n), -1, 1) if naive_fits(case)
+                   else np.zeros(0, np.float32))
+    return x
+
+
+def reference(q, k, v, causal, scores):
+    """float64 from the exact input values, a block of queries of a group of heads at a time (on
+    every core): never the whole B x H x N x N of scores."""
+    b, h, n, d = q.shape
+    causal = bool(causal[0])
+    q3, k3, v3 = (x.reshape(b * h, n, d) for x in (q, k, v))
+    out = np.empty((b * h, n, d), np.float64)
+    rows = max(1, min(n, REFERENCE_CHUNK // n))  # queries per task
+    heads = max(1, REFERENCE_CHUNK // (rows * n))  # heads per task
+
+    def one(task):
+        g0, i0 = task
+        g1, i1 = min(g0 + heads, b * h), min(i0 + rows, n)
+        keys = i1 if causal else n  # causal: no query in i0:i1 sees a key past i1 - 1
+        qq, kk, vv = widen(q3[g0:g1, i0:i1]), widen(k3[g0:g1, :keys]), widen(v3[g0:g1, :keys])
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN, as intended
+            s = qq @ kk.transpose(0, 2, 1) / math.sqrt(d)
+            if causal:
+                s[:, np.arange(i0, i1)[:, None] < np.arange(keys)[None, :]] = -np.inf
+            s -= s.max(axis=2, keepdims=True)
+            np.exp(s, out=s)
+            out[g0:g1, i0:i1] = (s @ vv) / s.sum(axis=2, keepdims=True)
+
+    tasks = [(g, i) for g in range(0, b * h, heads) for i in range(0, n, rows)]
+    with ThreadPoolExecutor(draw.threads()) as pool:
+        list(pool.map(one, tasks))
+    return {"o": out.reshape(b, h, n, d)}
+
+
+# -- launches -------------------------------------------------------------------------------------
+
+def scalars(case):
+    """n, d, scale, causal and bf16, the kernels' last arguments, after the limits every rung keeps."""
+    if case.b > MAX_GRID_YZ or case.h > MAX_GRID_YZ:
+        raise Unsupported("heads go along gridDim.y and batches along gridDim.z: at most 65535 of each")
+    if case.n > MAX_N or case.d > MAX_N:
+        raise Unsupported("N and D are ints: at most 2^31 - 1025 each")
+    return (np.int32(case.n), np.int32(case.d), np.float32(1 / math.sqrt(case.d)),
+            np.int32(case.mask == "causal"), np.int32(case.dtype == "bf16"))
+
+
+def naive(case):
+    if not naive_fits(case):
+        raise Unsupported(f"S = Q K^T is written to global memory, B x H x N x N floats: at most 2^26 "
+                          f"(256 MiB) here, and this case has {case.b * case.h * case.n * case.n:,}")
+    return Launch(grid=(case.n, case.h, case.b), block=(256,), args=("q", "k", "v", "scores", "o", *scalars(case)))
+
+
+def online_row(case):
+    if case.d > 128:
+        raise Unsupported("one output column per thread of a 128-thread block: D at most 128")
+    return Launch(grid=(case.n, case.h, case.b), block=(128,), args=("q", "k", "v", "o", *scalars(case)))
+
+
+def tiled_shared_bytes(d):
+    """3_tiled.cu's shared memory, in floats times 4: 64 queries and BN keys and values (rows padded
+    by one float) and the 64 x BN probabilities (padded likewise); BN is 64 for D = 64, 32 for 128."""
+    bn = 64 if d == 64 else 32
+    return 4 * (64 * (d + 1) + bn * (d + 1) + bn * d + 64 * (bn + 1))
+
+
+def tiled(case):
+    if case.d not in (64, 128):
+        raise Unsupported(f"compiled for D = 64 and D = 128 (the tiles are sized for each); got D = {case.d}")
+    return Launch(grid=(cdiv(case.n, 64), case.h, case.b), block=(256,), shared_bytes=tiled_shared_bytes(case.d),
+                  args=("q", "k", "v", "o", *scalars(case)))
+
+
+def mma(case):
+    if case.d not in (64, 128):
+        raise Unsupported(f"compiled for D = 64 and D = 128 (the fragments are sized for each); got D = {case.d}")
+    if case.n % 64:
+        raise Unsupported(f"whole tiles of 64 queries and 64 keys: N a multiple of 64; got N = {case.n}")
+    # Q, then two stages of K and two of V: 64 rows of D + 8 halves each (16 bytes of padding).
+    return Launch(grid=(case.n // 64, case.h, case.b), block=(128,), shared_bytes=5 * 64 * (case.d + 8) * 2,
+                  args=("q", "k", "v", "o", *scalars(case)))
+
+
+# -- baselines ------------------------------------------------------------------------------------
+
+def torch_qkv(case, inputs):
+    """Q, K and V as PyTorch tensors of the input type: bf16 arrives as int16 bits (the engine's
+    arrays are NumPy's), and viewing the same memory as bfloat16 copies nothing."""
+    import torch
+
+    return [inputs[x].view(torch.bfloat16) if case.dtype == "bf16" else inputs[x] for x in "qkv"]
+
+
+class AsFloat32:
+    """A tensor of the input type that the engine reads back as float32 (NumPy has no bfloat16):
+    the engine fetches a returned output with ``.detach().cpu()``, after the timed calls, so the
+    exact widening happens then and is never timed."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def detach(self):
+        return self
+
+    def cpu(self):
+        return self.tensor.float().cpu()
+
+
+def torch_sdpa(case, inputs, outputs):
+    import torch.nn.functional as F
+
+    q, k, v = torch_qkv(case, inputs)
+    causal = case.mask == "causal"
+    # Scale 1/sqrt(D), PyTorch's default. Its output is in the input type, not the engine's
+    # float32 buffer: returned as it is.
+    return lambda: {"o": AsFloat32(F.scaled_dot_product_attention(q, k, v, is_causal=causal))}
+
+
+def torch_naive(case, inputs, outputs):
+    import torch
+
+    size = 4 * case.b * case.h * case.n * case.n
+    if size > TORCH_NAIVE_BYTES:
+        raise Unsupported(f"S and P take {size / 2**30:.0f} GiB each here: at most 4 GiB")
+    q, k, v = torch_qkv(case, inputs)
+    o, scale = outputs["o"], 1 / math.sqrt(case.d)
+    future = None  # causal: True above the diagonal, the keys after each query
+    if case.mask == "causal":
+        steps = torch.arange(case.n, device=q.device)
+        future = steps[None, :] > steps[:, None]
+
+    def run():
+        # What one writes first, in float32 throughout (PyTorch's default runs float32 matmuls
+        # in float32, not TF32), the casts included.
+        s = torch.matmul(q.float(), k.float().transpose(-2, -1)).mul_(scale)
+        if future is not None:
+            s.masked_fill_(future, float("-inf"))
+        torch.matmul(torch.softmax(s, dim=-1), v.float(), out=o)
+    return run
+
+
+# -- cases, tolerances, the declaration ------------------------------------------------------------
+
+SWEEP = [(1, 1, 128, 64), (4, 16, 512, 64), (4, 16, 1024, 64), (4, 16, 1024, 128), (4, 16, 2048, 128),
+         (4, 16, 4096, 64), (4, 16, 4096, 128), (4, 16, 8192, 128)]
+HEADLINE = shape(4, 16, 4096, 128)
+CASES = [*(shape(*s) for s in SWEEP),
+         *(shape(*s, mask="causal") for s in [(4, 16, 1024, 64), (4, 16, 4096, 128), (4, 16, 8192, 128)]),
+         *(shape(*s, dtype="bf16") for s in [(4, 16, 1024, 64), (4, 16, 4096, 128)]),
+         shape(4, 16, 4096, 128, dtype="bf16", mask="causal")]
+
+# How far an element may be from the float64 reference. Rungs 1 to 3 and the PyTorch composition
+# do everything in float32 from the exact input values: dot products of D terms and sums of up to
+# N weights, rounded at 2^-24. A float32 emulation of rung 3 against float64 came to about 1e-6 at
+# N = 8192; 2e-5 leaves room, and still sees one key dropped from 8192 (a change of about
+# |v_j - o| / N, near 1e-4).
+FP32 = Tolerance(atol=2e-5, rtol=2e-5)
+# Rung 4 and SDPA round P (and SDPA also O) to the input type: 11 significant bits for fp16, 8 for
+# bf16 (unit roundoff 2^-11 and 2^-8). The weights of a row then err by up to that share, which
+# shows most on short rows with large values (the first rows of a causal mask). The same
+# emulation, with P rounded, stayed under a fifth of these bounds for either type; at the fp16
+# bound bf16 reached nine tenths of it, so bf16 needs its own.
+ROUNDED_P = {"fp16": Tolerance(atol=2e-3, rtol=2e-3), "bf16": Tolerance(atol=1.6e-2, rtol=1.6e-2)}
+
+
+def flops(case):
+    """2 N^2 D multiply-adds for each of Q K^T and P V per head; causal, about half of each."""
+    return 4 * case.b * case.h * case.n ** 2 * case.d // (2 if case.mask == "causal" else 1)
+
+
+def bytes_moved(case):
+    """Q, K and V read once (2 bytes an element), O written once (float32): the least traffic."""
+    return (3 * 2 + 4) * case.b * case.h * case.n * case.d
+
+
+def rounded_p(case):
+    """Each case held to its input type's bound: fp16 rows are not let off with bf16's."""
+    return ROUNDED_P[case.dtype]
+
+
+experiment = Experiment(
+    title="Attention, forward: from three steps to tensor cores",
+    kernels=[Kernel("1_naive.cu", "attention_naive", naive,
+                    timed_cases=tuple(c.name for c in CASES if naive_fits(c))),
+             Kernel("2_online_row.cu", "attention_online_row", online_row),
+             Kernel("3_tiled.cu", "attention_tiled", tiled),
+             Kernel("4_mma.cu", "attention_mma", mma, tolerance=rounded_p)],
+    cases=CASES,
+    edge_cases=[
+        # One of everything (rungs 3 and 4 say Unsupported at D = 1), and one query against one key.
+        shape(1, 1, 1, 1), shape(1, 1, 1, 64, "bf16", "causal"),
+        shape(1, 2, 17, 64, mask="causal"), shape(2, 1, 17, 128, "bf16"),
+        shape(2, 3, 1000, 64), shape(1, 2, 1000, 128, "bf16", "causal"),
+        shape(1, 1, 4097, 64, mask="causal"), shape(1, 1, 4097, 128, "bf16"),
+        # Whole tiles, so that every rung runs: both types, both masks, both head dimensions.
+        shape(2, 2, 256, 64, mask="causal"), shape(2, 2, 256, 128, "bf16", "causal"),
+        shape(1, 2, 192, 128), shape(1, 2, 192, 64, "bf16"),
+        shape(2, 2, 128, 64, kind="inf, NaN"), shape(2, 2, 128, 128, "bf16", kind="inf, NaN"),
+    ],
+    # 2^31 elements in each of Q, K and V (4 GiB each; O 8 GiB, its float64 reference 16 GiB on the
+    # host): every offset past 32 bits, in short sequences, so the rungs take seconds.
+    large_cases=[shape(8192, 16, 128, 128)],
+    inputs=inputs,
+    reference=reference,
+    outputs={"o": np.float32},
+    tolerance=FP32,
+    flops=flops,
+    bytes_moved=bytes_moved,
+    intensity=lambda case: flops(case) / bytes_moved(case),
+    baselines=[Baseline("torch SDPA", torch_sdpa, tolerance=rounded_p),
+               Baseline("torch naive", torch_naive)],
+    headline=Headline(case=HEADLINE.name, baseline="torch SDPA"),
+    # cp.async, and bf16 tensor-core instructions: Ampere and later.
+    min_compute_capability=(8, 0),
+    # The float64 reference at 4×16×8192×128 is about 2 TFLOP on the host, and rung 2 takes most of
+    # a second a launch there; the large case adds a minute or two.
+    time_limit_s=1200,
+)

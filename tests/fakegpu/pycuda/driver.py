@@ -1,0 +1,184 @@
+"""Device memory as host memory, events as the host clock, kernels as NumPy functions."""
+
+import itertools
+import os
+import time
+from types import SimpleNamespace
+
+import numpy as np
+
+MEMORY: dict[int, np.ndarray] = {}
+_addresses = itertools.count(1 << 20, 1 << 40)
+
+
+class Error(Exception):
+    pass
+
+
+class DeviceAllocation:
+    def __init__(self, nbytes: int):
+        self.ptr = next(_addresses)
+        MEMORY[self.ptr] = np.zeros(max(nbytes, 1), np.uint8)
+
+    def __int__(self):
+        return self.ptr
+
+    def free(self):
+        MEMORY.pop(self.ptr, None)
+
+
+def view(alloc, dtype) -> np.ndarray:
+    """A kernel's view of device memory."""
+    return MEMORY[int(alloc)].view(dtype)
+
+
+def mem_alloc(nbytes):
+    return DeviceAllocation(nbytes)
+
+
+def _bytes(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+
+
+def memcpy_htod(dest, src):
+    b = _bytes(np.asarray(src))
+    MEMORY[int(dest)][:b.size] = b
+
+
+def memcpy_dtoh(dest, src):
+    b = dest.reshape(-1).view(np.uint8)
+    b[:] = MEMORY[int(src)][:b.size]
+
+
+def memcpy_dtod(dest, src, nbytes):
+    MEMORY[int(dest)][:nbytes] = MEMORY[int(src)][:nbytes]
+
+
+def memset_d8(dest, value, count):
+    MEMORY[int(dest)][:count] = value
+
+
+def memset_d32(dest, value, count):
+    # The timer's 256 MiB L2 flush is never read back: filling it for real would only slow tests.
+    MEMORY[int(dest)].view(np.uint32)[:min(count, 1 << 16)] = value
+
+
+def to_device(a):
+    alloc = mem_alloc(a.nbytes)
+    memcpy_htod(alloc, a)
+    return alloc
+
+
+class Event:
+    def record(self, stream=None):
+        self.t = time.perf_counter()
+        return self
+
+    def synchronize(self):
+        return self
+
+    def time_till(self, other):
+        return max((other.t - self.t) * 1e3, 1e-4)
+
+
+class _Context:
+    def push(self):
+        pass
+
+    def pop(self):
+        pass
+
+    def synchronize(self):
+        if MEMORY.get(-1) is not None:
+            raise Error("cuCtxSynchronize failed: an illegal memory access was encountered")
+
+
+device_attribute = SimpleNamespace(**{name: name for name in (
+    "MULTIPROCESSOR_COUNT", "L2_CACHE_SIZE", "MAX_THREADS_PER_MULTIPROCESSOR", "MAX_BLOCKS_PER_MULTIPROCESSOR",
+    "MAX_REGISTERS_PER_MULTIPROCESSOR", "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR",
+    "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", "WARP_SIZE", "GLOBAL_MEMORY_BUS_WIDTH", "MEMORY_CLOCK_RATE",
+    "CLOCK_RATE")})
+function_attribute = SimpleNamespace(MAX_DYNAMIC_SHARED_SIZE_BYTES="MAX_DYNAMIC_SHARED_SIZE_BYTES")
+ATTRIBUTES = {"MULTIPROCESSOR_COUNT": 132, "L2_CACHE_SIZE": 50 << 20, "MAX_THREADS_PER_MULTIPROCESSOR": 2048,
+              "MAX_BLOCKS_PER_MULTIPROCESSOR": 32, "MAX_REGISTERS_PER_MULTIPROCESSOR": 65536,
+              "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR": 233472, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 232448,
+              "WARP_SIZE": 32, "GLOBAL_MEMORY_BUS_WIDTH": 5120, "MEMORY_CLOCK_RATE": 2619000,
+              "CLOCK_RATE": 1980000}
+
+
+class Device:
+    def __init__(self, index):
+        self.index = index
+
+    @staticmethod
+    def count():
+        return 1
+
+    def name(self):
+        return "NVIDIA Fake GPU"
+
+    def compute_capability(self):
+        return (9, 0)
+
+    def get_attribute(self, attr):
+        return ATTRIBUTES[attr]
+
+    def total_memory(self):
+        return 80 << 30
+
+    def retain_primary_context(self):
+        return _Context()
+
+
+def init():
+    pass
+
+
+def get_driver_version():
+    return 13000
+
+
+_PROFILING = False
+
+
+def start_profiler():
+    global _PROFILING
+    _PROFILING = True
+
+
+def stop_profiler():
+    global _PROFILING
+    _PROFILING = False
+
+
+def _profiled(name: str, grid, block) -> None:
+    """Under the stand-in ncu (which names a log in FAKE_NCU_LOG), note each launch it would see."""
+    log = os.environ.get("FAKE_NCU_LOG")
+    if log and _PROFILING:
+        with open(log, "a") as f:
+            f.write(f"{name}\t{tuple(grid)}\t{tuple(block)}\n")
+
+
+class _Function:
+    def __init__(self, name, impl):
+        self.name, self.impl = name, impl
+
+    def __call__(self, *args, grid, block, shared=0):
+        _profiled(self.name, grid, block)
+        self.impl(*args, grid=grid, block=block)
+
+    def set_attribute(self, attr, value):
+        pass
+
+
+class _Module:
+    def get_function(self, name):
+        from kernels import KERNELS  # tests/fakegpu/kernels.py, on PYTHONPATH beside this package
+
+        if name not in KERNELS:
+            raise Error(f"cuModuleGetFunction failed: named symbol not found: {name}")
+        return _Function(name, KERNELS[name])
+
+
+def module_from_file(path):
+    return _Module()

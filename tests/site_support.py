@@ -1,0 +1,239 @@
+"""Building the site in tests: copies of the project whose results are in a chosen state, built
+in this process (no interpreter start per build), with every warning captured.
+
+``project()`` makes a project folder from the real one: the real mkdocs.yml (hooks, macros,
+extensions), chosen docs pages, the real or fixture snippets, and the real results with their
+source hashes rewritten to the current sources, so that rendering can be tested whatever state
+the committed results are in. Tests then damage what they need to. The real site is built from
+the committed results exactly as they are.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from labnotebook.freshness import current_hashes
+from labnotebook.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+H100, H200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+
+
+def project(dst: Path, pages: list[str] | None = None, snippets: Path | None = None, results: bool = True,
+            entries: list[str] | None = None, top: tuple[str, ...] = (), fresh: bool = True) -> Path:
+    """A project at ``dst``: ``pages`` of docs/ (all when None), ``snippets`` (the real ones when
+    None), the real results (when ``results``; made fresh when ``fresh``), and a nav of the
+    ``top`` pages then ``entries`` under Entries (the real nav when ``entries`` is None)."""
+    (dst / "docs").mkdir(parents=True)
+    for p in (ROOT / "docs").iterdir():
+        if p.is_dir():
+            os.symlink(p, dst / "docs" / p.name)  # assets, styles, scripts
+        elif pages is None or p.name in pages:
+            shutil.copyfile(p, dst / "docs" / p.name)
+    os.symlink(ROOT / "labnotebook", dst / "labnotebook")  # the hooks, and labnotebook/run for snippets
+    if snippets != dst / "snippets":
+        os.symlink(snippets or ROOT / "snippets", dst / "snippets")
+    (ROOT / ".cache").mkdir(exist_ok=True)
+    os.symlink(ROOT / ".cache", dst / ".cache")  # the executed notebook, shared between copies
+    config = (ROOT / "mkdocs.yml").read_text()
+    if entries is not None:
+        config = (config.split("\nnav:")[0] + "\nnav:\n" + "".join(f"  - {p}\n" for p in top)
+                  + "  - Entries:\n" + "".join(f"      - {p}\n" for p in entries))
+    (dst / "mkdocs.yml").write_text(config)
+    if results:
+        shutil.copytree(ROOT / "results", dst / "results")
+        if fresh:
+            make_fresh(dst)
+    return dst
+
+
+def make_fresh(root: Path) -> None:
+    """Rewrite every stored record's source hash to the current sources' (no other change)."""
+    store, hashes = Store(root / "results"), current_hashes(root)
+    for experiment in store.experiments():
+        for record in list(store.records(experiment)):
+            if experiment in hashes:
+                record.source_hash = hashes[experiment]
+                store.write(record)
+
+
+@dataclass
+class Built:
+    ok: bool  # the build finished (--strict: with no warnings)
+    warnings: list[str]
+    error: str | None
+    site: Path
+    pages: dict[str, str] = field(default_factory=dict)
+
+    def html(self, page: str) -> str:
+        """The built page's HTML (``"vec_add"`` for docs/vec_add.md)."""
+        if page not in self.pages:
+            path = self.site / ("index.html" if page == "index" else f"{page}/index.html")
+            self.pages[page] = path.read_text(encoding="utf-8") if path.exists() else ""
+        return self.pages[page]
+
+    def text(self, page: str) -> str:
+        """The page's article as text, roughly: charts, scripts and tags dropped, entities read."""
+        article = re.search(r"<article.*?</article>", self.html(page), re.S)
+        body = re.sub(r"<(svg|script|style)\b.*?</\1>", " ", article.group(0) if article else "", flags=re.S)
+        return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body)))
+
+    def warned(self, *words: str) -> list[str]:
+        return [w for w in self.warnings if all(x in w for x in words)]
+
+
+class _Capture(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def build(root: Path, strict: bool = False, site_url: str | None = None) -> Built:
+    """``mkdocs build [--strict]`` of the project at ``root``, in this process (``site_url``:
+    where it will be served, as NOTEBOOK_SITE_URL sets it)."""
+    from mkdocs.commands.build import build as mkdocs_build
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import Abort
+
+    site = root / "site"
+    capture = _Capture()
+    logger = logging.getLogger("mkdocs")
+    logger.addHandler(capture)
+    error, cwd, url = None, os.getcwd(), os.environ.get("NOTEBOOK_SITE_URL")
+    os.chdir(root)  # mkdocs-jupyter resolves its cache folder from here
+    if site_url:
+        os.environ["NOTEBOOK_SITE_URL"] = site_url
+    try:
+        config = load_config(str(root / "mkdocs.yml"), site_dir=str(site), strict=strict)
+        config.plugins.on_startup(command="build", dirty=False)
+        try:
+            mkdocs_build(config)
+        finally:
+            config.plugins.on_shutdown()
+    except (Abort, SystemExit) as e:
+        error = str(e) or "aborted"
+    finally:
+        os.chdir(cwd)
+        logger.removeHandler(capture)
+        if site_url:
+            os.environ.pop("NOTEBOOK_SITE_URL")
+            if url is not None:
+                os.environ["NOTEBOOK_SITE_URL"] = url
+    return Built(error is None, capture.messages, error, site)
+
+
+# -- fixture projects: one tiny experiment per state ----------------------------------------------
+
+TINY = ROOT / "tests" / "site_fixtures" / "tiny"
+STATES = ("fresh", "stale", "failed_headline", "failed_other", "corrupt", "missing")
+PAGE = """---
+title: "{name}"
+date: 2026-11-2{day}
+topic: Fixtures
+summary: a fixture entry in the state {name}.
+{draft}---
+
+Median at the headline: {{{{ value("{name}", "1_copy", "2^20") }}}}.
+
+The kernel is {{{{ compare("{name}", "2^20", "1_copy", "torch") }}}}.
+
+{{{{ entry_results("{name}", baseline="torch") }}}}
+"""
+
+
+def row(name: str, case: str, median: float | None = 0.01, kind: str = "kernel", status: str = "ok",
+        error: str | None = None, timed: bool = True):
+    from labnotebook.records import Check, Row, Timing
+    n = {"small": 1000, "2^20": 1 << 20, "one": 1}[case]
+    time = (Timing(median, median * 0.9, median * 1.1, median * 0.8, median * 1.2, 100)
+            if status == "ok" and timed and median else None)
+    check = Check(0.0, 0.0, 0, n, 0.0, 0.0, 0.0) if status == "ok" else None
+    return Row(kind=kind, name=name, case=case, params={"n": n}, status=status, timed=timed, error=error,
+               bytes=8 * n, time=time, check=check, device="gpu" if kind == "baseline" else None)
+
+
+def rows(kernel_ms: float = 0.008, torch_ms: float = 0.010, failed: tuple[str, str] | None = None):
+    """Every row of the tiny experiment: the kernel and torch at both timed cases, and the edge
+    case; ``failed`` = (name, case) of one row that failed."""
+    out = []
+    for case in ("small", "2^20"):
+        out += [row("1_copy", case, kernel_ms), row("torch", case, torch_ms, kind="baseline")]
+    out += [row("1_copy", "one", timed=False), row("torch", "one", kind="baseline", timed=False)]
+    if failed:
+        out = [row(r.name, r.case, kind=r.kind, status="failed", timed=r.timed,
+                   error="wrong answer: b: 1 of 1000 elements wrong; got nan, want <1.5>")
+               if (r.name, r.case) == failed else r for r in out]
+    return out
+
+
+def profile_pass(kernel_dram_pct: float = 90.0, kernel_stall: str = "long_scoreboard"):
+    """What ncu saw of the tiny experiment: the kernel memory-bound, torch latency-bound."""
+    from labnotebook.records import KernelProfile, Profile, ProfilePass
+    kernel = KernelProfile("copy", duration_ns=7000.0, dram_gbs=2700.0, dram_pct=kernel_dram_pct,
+                           memory_pct=kernel_dram_pct, sm_pct=20.0, l1_hit_pct=0.0, l2_hit_pct=33.0,
+                           achieved_occupancy_pct=80.0, theoretical_occupancy_pct=100.0, registers=16,
+                           stalls={kernel_stall: 0.7, "wait": 0.3})
+    torch = KernelProfile("at::native::copy_kernel<…>", duration_ns=9000.0, dram_pct=40.0, memory_pct=45.0,
+                          sm_pct=30.0, stalls={"wait": 1.0})
+    return ProfilePass("ok", profiles={"1_copy": Profile("2^20", [kernel]), "torch": Profile("2^20", [torch])})
+
+
+def record(experiment: str, gpu: str, source_hash: str, rows_, **extra):
+    from labnotebook.records import Ceiling, KernelInfo, Provenance, Record, Resources
+    extra.setdefault("profile", profile_pass())
+    provenance = Provenance(gpu=gpu, date="2026-11-21T05:00:00+00:00", compute_capability="9.0", sm_count=132,
+                            max_threads_per_sm=2048, max_blocks_per_sm=32, registers_per_sm=65536,
+                            smem_per_sm_bytes=233472, driver="580", cuda_driver_api="13.0", nvcc="13.0",
+                            pycuda="2026.1", numpy="2.5", git_commit="0123456789abcdef")
+    return Record(experiment=experiment, title="Site fixture", gpu=gpu, provenance=provenance, rows=rows_,
+                  status="failed" if extra.get("error") else "ok", ceiling=Ceiling(3000.0, 0.7, 2 << 30),
+                  kernels={"1_copy": KernelInfo("1_copy.cu", "copy", resources=Resources(registers=16))},
+                  duration_s=1.0, source_hash=source_hash, **extra)
+
+
+def fixture_project(dst: Path, states=STATES, drafts: tuple[str, ...] = ()) -> Path:
+    """A project with one copy of the tiny experiment per state, each with a page (``drafts``
+    marked ``draft: true``), the real index and dashboard, and results on both GPUs: fresh on the
+    H200, in the experiment's state on the H100."""
+    snippets = dst / "snippets"
+    for name in states:
+        shutil.copytree(TINY, snippets / name)
+    project(dst, pages=["index.md", "dashboard.md"], snippets=snippets, results=False,
+            top=("index.md", "dashboard.md"), entries=[f"{name}.md" for name in states])
+    for day, name in enumerate(states):
+        (dst / "docs" / f"{name}.md").write_text(PAGE.format(name=name, day=day % 10,
+                                                             draft="draft: true\n" if name in drafts else ""))
+    store, hashes = Store(dst / "results"), current_hashes(dst)
+    for name in states:
+        store.write(record(name, H200, hashes[name], rows()))
+        if name == "missing":
+            continue
+        if name == "failed_headline" or name == "failed_other":
+            failed = ("1_copy", "2^20") if name == "failed_headline" else ("torch", "small")
+            store.write(record(name, H100, "0" * 16, rows()))
+            store.write_failure(record(name, H100, hashes[name], rows(failed=failed),
+                                       error="1 row failed", failed_at="2026-11-21T06:00:00+00:00"))
+        else:
+            store.write(record(name, H100, hashes[name] if name != "stale" else "0" * 16, rows()))
+        if name == "corrupt":
+            store.path(name, H100).write_text('{"format": "labnotebook-results/2", "rows": [')
+    for gpu in (H100, H200):  # the copy ceilings, for the GPU page's table
+        store.write(record("ceilings", gpu, hashes["ceilings"], []))
+    return dst
+
+
+SUBPATH = "/notebook/"  # the real site is built to be served under a sub-path, as when published
+
+
+def build_real_site(dst: Path) -> Built:
+    """The real pages, nav and results, as committed, built with --strict for SUBPATH."""
+    return build(project(dst, fresh=False), strict=True, site_url=f"http://127.0.0.1{SUBPATH}")

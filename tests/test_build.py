@@ -1,0 +1,168 @@
+"""build_results.py end to end on a pretend GPU (tests/fakegpu): workers, the scheduler over two
+GPUs, verification, the failure policy and the store, exactly as on a real one, minus the timing.
+The same fault suite runs for real in test_gpu.py."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from labnotebook.records import Provenance, Record
+from labnotebook.store import Store
+
+from conftest import FAULTS, ROOT, copy_project, run_cli
+
+FAKE = ROOT / "tests" / "fakegpu"
+GPU = "NVIDIA Fake GPU"
+FAULTY = ["wrong_answer", "launch_raises", "host_raises", "no_compile", "sneaky_read", "out_of_bounds"]
+
+
+def fake_env():
+    return {"PATH": f"{FAKE / 'bin'}{os.pathsep}{os.environ['PATH']}",
+            "PYTHONPATH": os.pathsep.join([str(FAKE), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """One build of a project with a good experiment beside every broken one, on two GPUs."""
+    project = copy_project(tmp_path_factory.mktemp("fake"), [FAULTS / "snippets" / n for n in FAULTY])
+    good = shutil.copytree(FAULTS / "snippets" / "wrong_answer", project / "snippets" / "good_add")
+    (good / "1_skips_last.cu").write_text((good / "1_skips_last.cu").read_text()
+                                          .replace("i < n - 1", "i < n").replace("add_skip_last", "add"))
+    (good / "experiment.py").write_text((good / "experiment.py").read_text().replace('"add_skip_last"', '"add"'))
+    store = Store(project / "results")
+    store.write(Record(experiment="wrong_answer", title="earlier", gpu=GPU, status="ok", rows=[],
+                       provenance=Provenance(gpu=GPU, date="2026-01-01T00:00:00+00:00"), source_hash="earlier"))
+    earlier = store.path("wrong_answer", GPU).read_text()
+    proc = run_cli("--gpus", "all", root=project, env=fake_env())
+    return project, store, proc, earlier
+
+
+def test_faults_are_named_and_the_good_experiment_still_runs(built):
+    project, store, proc, _ = built
+    out = proc.stdout
+    assert proc.returncode == 1, out + proc.stderr
+    assert "✗ no_compile: nvcc failed" in out and "1_typo.cu(5)" in out
+    assert "✗ wrong_answer: 1_skips_last @ small: wrong answer" in out
+    assert "✗ out_of_bounds: kernel 1_oob left the CUDA context unusable" in out
+    assert "✗ host_raises: 1_noop @ negative: host code inputs() raised ValueError" in out
+    assert "✗ sneaky_read: compute-sanitizer: 1_reads_past_end: memcheck: 1 errors" in out
+    assert "1 ran" in out and "6 failed" in out
+    good = store.read("good_add", GPU)
+    assert good.status == "ok" and all(v.errors == 0 for v in good.sanitizer["1_skips_last"].values())
+    assert all(r.status == "ok" for r in good.rows) and good.rows[0].time and 0 < good.rows[0].check.bound_ratio <= 1
+
+
+def test_one_launch_or_library_failing_leaves_the_rest_of_its_experiment_running(built):
+    _, store, _, _ = built
+    failure = store.read_failure("launch_raises", GPU)
+    rows = {(r.name, r.case): r for r in failure.rows}
+    assert rows[("1_add", "small")].status == "ok" and rows[("1_add", "small")].time
+    assert rows[("numpy", "small")].status == "ok" and rows[("numpy", "small")].time
+    assert rows[("2_overflows", "small")].error.startswith("launch() raised OverflowError")
+    assert rows[("broken", "one")].error == "RuntimeError: the library refused the call"
+    # A tolerance that is a function of the case: each case's own bound, recorded with its row.
+    half, exact = rows[("fp16", "small")], rows[("fp16", "one")]
+    assert half.status == "ok" and (half.check.atol, half.check.rtol) == (1e-2, 1e-2)
+    assert exact.status == "failed" and exact.error.startswith("wrong answer") and exact.check.atol == 0.0
+
+
+def test_earlier_results_survive_a_failure_and_failures_hold_no_machine_paths(built):
+    project, store, _, earlier = built
+    assert store.path("wrong_answer", GPU).read_text() == earlier
+    for name in FAULTY:
+        text = store.path(name, GPU, failure=True).read_text()
+        assert str(project) not in text and store.read_failure(name, GPU).error
+
+
+def test_the_experiments_were_spread_over_both_gpus_and_the_ceiling_measured_on_each(built):
+    _, store, proc, _ = built
+    assert "GPU 0: start" in proc.stdout and "GPU 1: start" in proc.stdout
+    ceilings = store.read("ceilings", GPU)
+    for roof in ("copy", "fp32 fma"):
+        assert sorted(r.params["device_index"] for r in ceilings.rows if r.name == roof) == [0, 1]
+    fma = next(r for r in ceilings.rows if r.name == "fp32 fma")
+    assert fma.flops == 2 * 8 * 2**16 * 132 * 2048 and fma.time.median_ms > 0
+    indices = {store.read_failure(n, GPU).provenance.device_index for n in ("launch_raises", "wrong_answer")}
+    assert indices <= {0, 1}
+
+
+def test_each_verified_kernel_is_profiled_at_its_case_under_ncu(built):
+    _, store, _, _ = built
+    good = store.read("good_add", GPU)
+    assert good.profile.status == "ok" and good.provenance.ncu == "2099.1.0.0"
+    profile = good.profile.profiles["1_skips_last"]
+    assert profile.case == "small" and [k.function for k in profile.launches] == ["add"]
+    main = profile.main
+    assert main.limiter == "memory" and main.duration_ns == 1234.5 and main.dram_gbs == 2500.0
+    assert main.stalls == {"long_scoreboard": 0.75, "wait": 0.25}  # 'selected' is issuing, not a stall
+    assert store.read_failure("wrong_answer", GPU).profile is None  # a run that failed is not profiled
+
+
+def without(tool: str, tmp: Path) -> dict:
+    """fake_env with every stand-in command but ``tool``."""
+    bin_ = tmp / "bin"
+    bin_.mkdir()
+    for cmd in (FAKE / "bin").iterdir():
+        if cmd.name != tool:
+            (bin_ / cmd.name).symlink_to(cmd)
+    env = fake_env()
+    env["PATH"] = env["PATH"].replace(str(FAKE / "bin"), str(bin_))
+    return env
+
+
+def test_without_ncu_the_profile_is_recorded_as_skipped_and_no_profile_records_none(built, tmp_path):
+    project, store, _, _ = built
+    proc = run_cli("--only", "good_add", "--force", "--no-sanitize", root=project, env=without("ncu", tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Nsight Compute (ncu) not found" in proc.stdout
+    profile = store.read("good_add", GPU).profile
+    assert profile.status == "skipped" and "not found" in profile.reason and not profile.profiles
+    proc = run_cli("--only", "good_add", "--force", "--no-sanitize", "--no-profile", root=project, env=fake_env())
+    assert proc.returncode == 0 and store.read("good_add", GPU).profile is None
+
+
+def test_a_rerun_with_nothing_changed_runs_nothing(built):
+    project, _, _, _ = built
+    again = run_cli("--only", "good_add", root=project, env=fake_env())
+    assert again.returncode == 0 and "unchanged" in again.stdout and "start" not in again.stdout
+
+
+def test_the_fast_loop_prints_one_kernel_at_one_case_and_writes_nothing(built):
+    project, store, _, _ = built
+    before = store.path("good_add", GPU).read_text()
+    proc = run_cli("--only", "launch_raises", "--kernel", "1_add", "--case", "small", root=project, env=fake_env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1_add" in proc.stdout and "dry run" in proc.stdout and "2_overflows" not in proc.stdout
+    assert store.path("good_add", GPU).read_text() == before
+    proc = run_cli("--only", "launch_raises", "--case", "huge", root=project, env=fake_env())
+    assert proc.returncode == 1 and "has no case huge" in proc.stdout
+
+
+def test_an_interrupted_build_leaves_no_worker_behind(tmp_path):
+    """`timeout` or Ctrl-C stops the build and its workers (each in a session of its own)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    project = copy_project(tmp_path, [FAULTS / "snippets" / "hang"])
+    proc = subprocess.Popen([sys.executable, str(ROOT / "build_results.py"), "--root", str(project)],
+                            env={**os.environ, **fake_env()}, stdout=subprocess.PIPE, text=True)
+    for line in proc.stdout:
+        if "start hang" in line:
+            break
+    time.sleep(1.0)  # the worker is inside the kernel now
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 130
+    time.sleep(0.5)
+    assert not [p for p in Path("/proc").glob("[0-9]*/cmdline") if worker_of(p, project)], "a worker outlived the build"
+
+
+def worker_of(cmdline: Path, project) -> bool:
+    try:
+        args = cmdline.read_bytes().split(b"\0")
+    except OSError:  # the process ended while we looked
+        return False
+    return b"labnotebook.run.worker" in args and str(project).encode() in args

@@ -1,0 +1,129 @@
+"""Reading Nsight Compute's raw CSV report: units, launch order, markers, stall shares."""
+
+from labnotebook.profile import command, parse, short_name
+from labnotebook.run.profiled import MARKER
+
+from conftest import FAULTS
+
+HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+          '"Device","CC","gpu__time_duration.sum","dram__bytes.sum.per_second",'
+          '"dram__throughput.avg.pct_of_peak_sustained_elapsed",'
+          '"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",'
+          '"sm__throughput.avg.pct_of_peak_sustained_elapsed","launch__registers_per_thread",'
+          '"smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",'
+          '"smsp__average_warps_issue_stalled_selected_per_issue_active.ratio",'
+          '"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"')
+UNITS = '"","","","","","","","","","","","usecond","Tbyte/second","%","%","%","register/thread","","",""'
+
+
+def line(i, name, us, tbs, mem, sm, stall_ls=3.0, stall_bar=1.0):
+    return (f'"{i}","77","python3","host","{name}","1","7","(256, 1, 1)","(1024, 1, 1)","0","9.0",'
+            f'"{us}","{tbs}","{mem}","{mem}","{sm}","32","{stall_ls}","1","{stall_bar}"')
+
+
+def report(*rows):
+    return "\n".join(["==PROF== Connected to process 77", HEADER, UNITS, *rows, "==PROF== Disconnected"])
+
+
+LAUNCHED = {"order": ["1_add", "cuBLAS"], "cases": {"1_add": "2^28", "cuBLAS": "4096³", "numpy": "2^28"},
+            "skipped": {"numpy": "runs on the CPU: no GPU kernel to profile"}}
+
+
+def test_markers_cut_the_launches_and_units_become_ns_and_gbs():
+    text = report(line(0, f"void {MARKER}(int)", 1, 0, 0, 0),
+                  line(1, "void add<float, 4>(const float *, int)", "1,250.5", 3.1, 91.0, 12.0),
+                  line(2, f"void {MARKER}(int)", 1, 0, 0, 0),
+                  line(3, "void cutlass::Kernel<cutlass_80_gemm<…>>(Params)", 900, 0.5, 30.0, 81.0, 1.0, 1.0),
+                  line(4, "splitKreduce_kernel(float*)", 10, 0.1, 5.0, 2.0))
+    result = parse(text, LAUNCHED)
+    assert result.status == "ok"
+    add = result.profiles["1_add"]
+    assert add.case == "2^28" and len(add.launches) == 1
+    k = add.main
+    assert k.function == "add<…>" and k.duration_ns == 1250500.0 and k.dram_gbs == 3100.0
+    assert k.registers == 32 and k.block == "(256, 1, 1)" and k.limiter == "memory"
+    assert k.stalls == {"long_scoreboard": 0.75, "barrier": 0.25}
+    gemm = result.profiles["cuBLAS"]
+    assert [x.function for x in gemm.launches] == ["cutlass::Kernel<…>", "splitKreduce_kernel"]
+    assert gemm.main.function == "cutlass::Kernel<…>" and gemm.main.limiter == "compute"
+    assert gemm.duration_ns == 910000.0
+    assert result.profiles["numpy"].error.startswith("runs on the CPU") and result.profiles["numpy"].main is None
+
+
+def test_rows_are_read_in_launch_order_whatever_order_they_are_printed_in():
+    text = report(line(2, f"void {MARKER}(int)", 1, 0, 0, 0), line(3, "late", 5, 0, 1, 1),
+                  line(0, f"void {MARKER}(int)", 1, 0, 0, 0), line(1, "early", 5, 0, 1, 1))
+    result = parse(text, LAUNCHED)
+    assert result.profiles["1_add"].main.function == "early" and result.profiles["cuBLAS"].main.function == "late"
+
+
+def test_a_report_that_does_not_match_the_launches_fails_with_ncus_words():
+    result = parse("==ERROR== Profiling failed because a driver resource was unavailable.", LAUNCHED)
+    assert result.status == "failed" and "0 markers for 2" in result.reason and "driver resource" in result.reason
+
+
+def test_a_launch_ncu_saw_no_kernel_in_is_named():
+    text = report(line(0, f"void {MARKER}(int)", 1, 0, 0, 0), line(1, f"void {MARKER}(int)", 1, 0, 0, 0),
+                  line(2, "gemm", 5, 0, 1, 1))
+    assert parse(text, LAUNCHED).profiles["1_add"].error == "ncu saw no GPU kernel in its launch"
+
+
+def test_a_launch_that_failed_after_its_marker_keeps_it_and_the_next_keeps_its_own():
+    launched = {**LAUNCHED, "skipped": {"1_add": "RuntimeError: refused under the profiler"}}
+    text = report(line(0, f"void {MARKER}(int)", 1, 0, 0, 0), line(1, f"void {MARKER}(int)", 1, 0, 0, 0),
+                  line(2, "gemm", 5, 0, 1, 1))
+    result = parse(text, launched)
+    assert result.status == "ok" and result.profiles["1_add"].error.startswith("RuntimeError: refused")
+    assert result.profiles["cuBLAS"].main.function == "gemm"
+
+
+def test_names_lose_return_type_arguments_and_template_arguments():
+    assert short_name("void at::native::k<4, F<float>, std::array<char*, 3> >(int, float*)") == "at::native::k<…>"
+    assert short_name("softmax_rows") == "softmax_rows"
+
+
+def test_the_command_profiles_the_worker_and_its_children_from_the_markers_on(tmp_path):
+    cmd = command(["python3", "-m", "labnotebook.run.worker", "x"], tmp_path / "r.csv")
+    assert cmd[-4:] == ["python3", "-m", "labnotebook.run.worker", "x"]
+    for flag in ("--target-processes", "--profile-from-start", "--csv", "--log-file"):
+        assert flag in cmd
+    assert cmd[cmd.index("--profile-from-start") + 1] == "off" and cmd[cmd.index("--page") + 1] == "raw"
+
+
+def test_each_kernel_is_profiled_at_the_headline_or_its_largest_timed_case():
+    import dataclasses
+
+    from labnotebook import Case, Headline
+    from labnotebook.experiments import load
+
+    exp = load(FAULTS / "snippets" / "wrong_answer")
+    cases = [Case("small", n=1), Case("mid", n=2), Case("big", n=3)]
+    kernel = exp.kernels[0]
+    exp = dataclasses.replace(exp, cases=cases, headline=Headline(case="mid", baseline="torch"))
+    assert exp.profile_case(kernel.name) == "mid"
+    for timed, where in ((("small", "big"), "big"), (("small",), "small")):
+        slow = dataclasses.replace(exp, kernels=[dataclasses.replace(kernel, timed_cases=timed)])
+        assert slow.profile_case(kernel.name) == where
+    assert dataclasses.replace(exp, headline=None).profile_case(kernel.name) == "big"
+
+
+def test_units_as_ncu_2023_and_later_print_them():
+    """ncu >= 2023 abbreviates units: --csv (base units) prints "ns" and "byte/s"; auto scaling
+    prints e.g. "us" and "Gbyte/s". Older ncu printed "nsecond" and "byte/second"."""
+    for time_unit, rate_unit, us, rate in (("ns", "byte/s", "1,250,500", "3,100,000,000,000"),
+                                           ("us", "Gbyte/s", "1,250.5", "3,100"),
+                                           ("nsecond", "byte/second", "1250500", "3.1e12")):
+        units = UNITS.replace('"usecond","Tbyte/second"', f'"{time_unit}","{rate_unit}"')
+        text = "\n".join(["==PROF== Connected to process 77", HEADER, units,
+                          line(0, MARKER, 1, 0, 0, 0), line(1, "void add<float, 4>(const float *, int)", us, rate, 91.0, 12.0),
+                          line(2, MARKER, 1, 0, 0, 0), line(3, "gemm", 900, 0, 30.0, 81.0)])
+        k = parse(text, LAUNCHED).profiles["1_add"].main
+        assert k.duration_ns == 1250500.0 and k.dram_gbs == 3100.0, (time_unit, rate_unit, k)
+
+
+def test_a_unit_it_does_not_know_leaves_the_metric_out():
+    units = UNITS.replace('"usecond","Tbyte/second"', '"cycle","furlong/fortnight"')
+    text = "\n".join([HEADER, units, line(0, MARKER, 1, 0, 0, 0), line(1, "add", 5, 5, 1, 1),
+                      line(2, MARKER, 1, 0, 0, 0), line(3, "gemm", 5, 5, 1, 1)])
+    k = parse(text, LAUNCHED).profiles["1_add"].main
+    assert k.duration_ns is None and k.dram_gbs is None and k.registers == 32

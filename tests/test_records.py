@@ -1,0 +1,85 @@
+"""The results format: typed records, and old files brought up to date on load without a GPU."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from labnotebook.records import FORMAT, VERSION, KernelProfile, Profile, ProfilePass, migrate
+from labnotebook.store import Store, read_json, read_record
+
+V1 = Path(__file__).parent / "fixtures" / "results-v1"
+V2 = Path(__file__).parent / "fixtures" / "results-v2"
+FILES = sorted(V1.glob("*/*.json"))
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.parent.name for p in FILES])
+def test_a_format_1_file_loads_through_the_migration(path):
+    raw = read_json(path)
+    assert raw["format"] == "labnotebook-results/1"
+    record = read_record(path)
+    assert record.provenance.device_index is None  # not recorded by format 1
+    assert all(k.language in ("cuda", "python") for k in record.kernels.values())
+    # Every figure survives: the same medians, errors and statuses, row for row.
+    assert [(r.name, r.case, r.status, r.median_ms) for r in record.rows] == \
+        [(r["name"], r["case"], r["status"], (r.get("time") or {}).get("median_ms")) for r in raw["rows"]]
+    for row, old in zip(record.rows, raw["rows"]):
+        if "check" in old:
+            assert row.check.max_abs_err == old["check"]["max_abs_err"]
+
+
+def test_the_bound_ratio_is_recovered_where_the_file_allows():
+    record = read_record(V1 / "vec_add_3d" / "nvidia-h200.json")  # bit-exact tolerance: ratio 0
+    assert all(r.check.bound_ratio == 0.0 for r in record.rows if r.check and r.status == "ok")
+    record = read_record(V1 / "block_reduce" / "nvidia-h100-80gb-hbm3.json")  # rtol: unknowable
+    assert any(r.check.bound_ratio is None for r in record.rows if r.check and r.check.max_abs_err)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.parent.name for p in FILES])
+def test_a_migrated_record_round_trips_in_the_current_format(path, tmp_path):
+    record = read_record(path)
+    store = Store(tmp_path)
+    written = store.write(record)
+    assert json.loads(written.read_text())["format"] == FORMAT
+    assert store.read(record.experiment, record.gpu) == record
+
+
+def test_migrations_reach_the_current_version_from_every_older_one():
+    data = migrate({"format": "labnotebook-results/1", "rows": [], "kernels": {}, "provenance": {}})
+    assert data["provenance"]["device_index"] is None
+    assert VERSION == 3 and FORMAT.endswith(f"/{VERSION}")
+
+
+def test_a_format_2_file_loads_with_no_profile_pass_and_round_trips(tmp_path):
+    path = V2 / "vec_add" / "nvidia-h200.json"
+    assert read_json(path)["format"] == "labnotebook-results/2"
+    record = read_record(path)
+    assert record.profile is None and record.provenance.ncu is None
+    store = Store(tmp_path)
+    store.write(record)
+    assert store.read(record.experiment, record.gpu) == record
+
+
+def test_a_profile_pass_round_trips_and_names_each_kernels_limiter(tmp_path):
+    record = read_record(V2 / "vec_add" / "nvidia-h200.json")
+    memory = KernelProfile("vec_add", duration_ns=2000.0, memory_pct=91.0, sm_pct=20.0, stalls={"long_scoreboard": 0.8})
+    small = KernelProfile("tail", duration_ns=10.0, memory_pct=5.0, sm_pct=3.0)
+    record.profile = ProfilePass("ok", profiles={"1_add": Profile("2^28", launches=[small, memory]),
+                                                 "cpu": Profile("2^28", error="runs on the CPU")})
+    store = Store(tmp_path)
+    store.write(record)
+    back = store.read(record.experiment, record.gpu)
+    assert back == record
+    one = back.profile.profiles["1_add"]
+    assert one.main.function == "vec_add" and one.duration_ns == 2010.0
+    assert (memory.limiter, small.limiter) == ("memory", "latency")
+    assert KernelProfile("mma", memory_pct=40.0, sm_pct=75.0).limiter == "compute"
+    assert back.profile.profiles["cpu"].main is None
+
+
+def test_optional_row_fields_are_left_out_of_files():
+    record = read_record(V1 / "vec_add_3d" / "nvidia-h200.json")
+    row = record.to_json()["rows"][0]
+    assert "missing_module" not in row and "unavailable" not in row and "verify_s" not in row
+    assert row["kind"] == "kernel" and not math.isnan(row["time"]["median_ms"])

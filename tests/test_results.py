@@ -1,0 +1,101 @@
+"""The committed results: every experiment fresh and verified on both GPUs, with its sanitizer
+verdicts, and the bars the entries set, checked on the data the pages render.
+
+An entry still marked ``draft: true`` on its page may have no results yet: its tests skip with one
+message naming the experiment and the command that fills it."""
+
+import pytest
+import yaml
+
+from labnotebook.experiments import experiment_folders, load
+from labnotebook.freshness import Stored, current_hashes
+from labnotebook.store import Store
+
+from conftest import ROOT
+
+GPUS = ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
+STORE = Store(ROOT / "results")
+HASHES = current_hashes(ROOT)
+NAMES = sorted(experiment_folders(ROOT / "snippets"))
+
+
+def is_draft(name: str) -> bool:
+    page = ROOT / "docs" / f"{name}.md"
+    text = page.read_text() if page.exists() else ""
+    return text.startswith("---") and bool((yaml.safe_load(text.split("---", 2)[1]) or {}).get("draft"))
+
+
+def stored(name: str, gpu: str) -> Stored:
+    s = Stored.read(STORE, name, gpu, HASHES[name])
+    if s.record is None and is_draft(name):
+        pytest.skip(f"{name} is a draft with no results yet on {gpu}: run "
+                    f"`python build_results.py --only {name}` on that GPU")
+    return s
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+@pytest.mark.parametrize("name", NAMES)
+def test_every_experiment_is_fresh_verified_and_sanitized(name, gpu):
+    s = stored(name, gpu)
+    assert s.state == "fresh", f"{name} on {gpu} is {s.state}: re-run `python build_results.py --only {name}` there"
+    record = s.record
+    exp = load(experiment_folders(ROOT / "snippets")[name])
+    kernels = [r for r in record.rows if r.kind == "kernel" and r.status != "skipped"]
+    unavailable = next((r for r in record.rows if r.unavailable), None)
+    assert kernels, (f"no kernel of {name} ran on {gpu}" + (f": {unavailable.error}; give that GPU machine what it "
+                     f"lacks and run `python build_results.py --only {name} --force` there" if unavailable else ""))
+    assert all(r.status in ("ok", "xfail") for r in record.rows if r.status != "skipped")
+    assert record.sanitizer, f"{name} on {gpu} has no compute-sanitizer verdicts"
+    cuda = [k.name for k in exp.kernels if not k.source.endswith(".py")]
+    for kernel in cuda:
+        verdicts = record.sanitizer[kernel]
+        expected = exp.kernel(kernel).expected_failure
+        assert expected or all(v.errors == 0 for v in verdicts.values()), (kernel, verdicts)
+    profiles = record.profile.profiles if record.profile and record.profile.status == "ok" else {}
+    unprofiled = [k for k in cuda if profiles.get(k) is None or profiles[k].main is None]
+    assert not unprofiled, (f"{name} on {gpu}: no Nsight Compute profile for {unprofiled} "
+                            f"({record.profile.reason if record.profile else 'no profile pass'})")
+    for case in exp.large_cases:  # past 2^31 elements: verified, or a declared skip, never absent
+        rows = [r for r in record.rows if r.case == case.name and r.kind == "kernel"]
+        assert len(rows) == len(exp.kernels) and all(r.status in ("ok", "skipped") for r in rows)
+
+
+def test_ceilings_are_fresh_on_every_gpu():
+    for gpu in GPUS:
+        s = Stored.read(STORE, "ceilings", gpu, HASHES["ceilings"])
+        assert s.state == "fresh" and 500 < s.record.ceiling.gbs < 10_000
+
+
+def row(name, kernel, case, gpu=GPUS[0]):
+    r = stored(name, gpu).record.row(kernel, case)
+    assert r is not None and r.status == "ok" and r.time, (name, kernel, case, gpu)
+    return r
+
+
+def test_vec_add_at_2_28_is_near_the_copy_ceiling():
+    from labnotebook.metrics import pct_of_ceiling
+
+    record = stored("vec_add", GPUS[0]).record
+    best = max(pct_of_ceiling(r, record) or 0 for r in record.rows if r.case == "2^28" and r.kind == "kernel")
+    assert best >= 90
+
+
+def test_coalescing_stride_32_is_at_least_5x_slower():
+    assert row("coalescing", "1_strided_read", "stride 32").median_ms >= 5 * row("coalescing", "1_strided_read",
+                                                                                  "stride 1").median_ms
+
+
+def test_best_sgemm_reaches_80_percent_of_cublas():
+    assert row("matmul", "cuBLAS", "4096³").median_ms / row("matmul", "8_double_buffered", "4096³").median_ms >= 0.80
+
+
+def test_tensor_core_kernel_reaches_40_percent_of_hgemm():
+    assert row("matmul_fp16", "cuBLAS Hgemm", "4096³").median_ms / \
+        row("matmul_fp16", "3_mma_128x256", "4096³").median_ms >= 0.40
+
+
+def test_block_reduction_is_at_copy_speed():
+    from labnotebook.metrics import pct_of_ceiling
+
+    record = stored("block_reduce", GPUS[0]).record
+    assert pct_of_ceiling(record.row("2_grid_stride_float4", "2^28"), record) >= 90

@@ -1,0 +1,170 @@
+"""Whole builds, in this process: the real notebook (strict), a miniature site with an experiment
+in every bad state, drafts, front matter, and real pages over results perturbed so that their
+comparisons flip."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+import yaml
+
+from labnotebook.site import notebook
+from labnotebook.store import Store
+from site_support import H100, H200, ROOT, SUBPATH, build, fixture_project, project
+
+def is_draft(page) -> bool:
+    text = page.read_text()
+    return text.startswith("---") and bool((yaml.safe_load(text.split("---", 2)[1]) or {}).get("draft"))
+
+
+ENTRIES = [line.strip()[2:] for line in (ROOT / "mkdocs.yml").read_text().split("- Entries:")[1].splitlines()
+           if line.strip().startswith("- ")]
+
+
+# -- the real notebook -------------------------------------------------------------------------------
+
+def test_real_notebook_builds_strict(built_site):
+    assert built_site.ok, "\n".join(built_site.warnings) or built_site.error
+    html = built_site.html("vec_add")
+    assert "<svg" in html and "GB/s" in html and "Measured on NVIDIA H100 80GB HBM3" in html
+    assert "nb-problem" not in html and "Stale results" not in html
+    assert "extern" in html and "vec_add_float4" in html  # the kernels themselves, embedded
+    assert 'class="nb-claim"' in built_site.html("softmax")  # checked claims, with their figures on hover
+
+
+def test_every_page_that_shows_numbers_names_its_commit(built_site):
+    entries = [e[:-3] for e in ENTRIES if e != "gpu.md" and not is_draft(ROOT / "docs" / e)]  # a draft shows none yet
+    for page in ["index", "dashboard", "analysis", "gpu", "time_breakdown", *entries]:
+        assert "commit" in built_site.text(page) and re.search(r"\b[0-9a-f]{7,10}\b", built_site.text(page)), page
+    h200 = built_site.text("softmax").split("The same ladder on an H200")[1]
+    assert re.search(r"NVIDIA H200, 2026-\d\d-\d\d, commit [0-9a-f]{10}", h200)
+
+
+def test_titles_show_powers_as_superscripts_in_the_nav_and_the_page(built_site):
+    html = built_site.html("block_reduce")
+    assert "<title>Block reduction: summing 2²⁸ floats" in html and "2^28" not in html.split("<article")[0]
+
+
+def test_index_lists_entries_oldest_first_and_the_runs_behind_them(built_site):
+    text = built_site.text("index")
+    assert text.index("Vector add: is the GPU faster?") < text.index("Vector add in 3D")
+    assert re.search(rf"{H100} ?: \d+ of \d+ entries, measured", text)
+
+
+def test_the_analysis_notebook_ran_once_and_is_cached_on_its_inputs(built_site):
+    nb = built_site.site.parent / "docs" / "analysis.ipynb"
+    cached = ROOT / ".cache" / "notebooks" / notebook.key(nb, built_site.site.parent) / "analysis.ipynb"
+    assert '"output_type": "display_data"' in (built_site.site / "analysis" / "analysis.ipynb").read_text()
+    assert cached.exists()  # the next build with the same inputs renders this copy
+    text = built_site.text("analysis")
+    assert "H200 - H100" in text and "commit" in text and "Kept their share" in text
+
+
+def test_the_404_page_finds_its_assets_under_a_sub_path(built_site):
+    html = (built_site.site / "404.html").read_text()
+    assert f'href="{SUBPATH}assets/stylesheets/' in html and f'src="{SUBPATH}assets/javascripts/' in html
+
+
+# -- every state at once: markers where the numbers would be, and warnings naming the pages ---------
+
+MARKERS = {"stale": "⚠ stale", "failed_headline": "⚠ failed", "failed_other": "⚠ run failed",
+           "corrupt": "⚠ unreadable results", "missing": "⚠ no results"}
+
+
+@pytest.fixture(scope="module")
+def faults(tmp_path_factory):
+    return build(fixture_project(tmp_path_factory.mktemp("faults")))
+
+
+def test_each_bad_state_gives_a_site_with_markers_where_the_numbers_would_be(faults):
+    assert faults.ok, faults.error  # a non-strict build always gives a site
+    for state, marker in MARKERS.items():
+        text = faults.text(state)
+        headline = text.split("Median at the headline:")[1][:60]
+        assert marker in headline, (state, headline)
+        assert f"{state}.md: " in " ".join(faults.warnings), state
+    assert "Median at the headline: 8.00 µs." in faults.text("fresh")
+    board = faults.text("dashboard")
+    for state, marker in MARKERS.items():
+        row = board.split(f" {state} 1_copy ")[1][:120] if state != "failed_other" else board.split(" failed_other torch ")[1][:120]
+        assert "⚠" in row, (state, row)
+    assert not [w for w in faults.warnings if w.startswith("fresh.md")]
+
+
+def test_the_strict_build_of_that_site_fails_naming_every_page(faults):
+    strict = build(faults.site.parent, strict=True)
+    assert not strict.ok and "strict mode" in strict.error
+    for state in MARKERS:
+        assert strict.warned(f"{state}.md: "), state
+    assert strict.warned("dashboard.md: dashboard(): ")
+
+
+# -- drafts ---------------------------------------------------------------------------------------------
+
+def test_a_draft_without_results_builds_strict_until_it_is_published(tmp_path):
+    root = fixture_project(tmp_path, states=("fresh", "missing"), drafts=("missing",))
+    draft = build(root, strict=True)
+    assert draft.ok, draft.warnings
+    assert "No results yet" in draft.text("missing") and "python build_results.py --only missing" in draft.text("missing")
+    assert "Entry of 2026-11-21 · draft" in draft.text("missing")
+    page = root / "docs" / "missing.md"
+    page.write_text(page.read_text().replace("draft: true\n", ""))
+    published = build(root, strict=True)
+    assert not published.ok and published.warned("missing.md: ", "has no results")
+
+
+def test_a_missing_front_matter_key_fails_at_once_in_one_line(tmp_path):
+    root = fixture_project(tmp_path, states=("fresh",))
+    page = root / "docs" / "fresh.md"
+    page.write_text(page.read_text().replace("topic: Fixtures\n", ""))
+    built = build(root)
+    assert not built.ok
+    assert built.warnings == ["docs/fresh.md: front matter has no 'topic'; add `topic: <the contents section it "
+                              "belongs to, such as 'Memory'>` between the --- lines at the top of the page"]
+
+
+# -- the real pages, over results that say something else ---------------------------------------------
+
+def scale(store: Store, experiment: str, gpu: str, name: str, factor: float, cases=None) -> None:
+    """Make ``name``'s times ``factor`` times what they were (at ``cases``, or every case)."""
+    record = store.read(experiment, gpu)
+    for row in record.rows:
+        if row.name == name and row.time and (cases is None or row.case in cases):
+            row.time = dataclasses.replace(row.time, **{f: getattr(row.time, f) * factor
+                                                        for f in ("median_ms", "q10_ms", "q90_ms", "min_ms", "max_ms")})
+    store.write(record)
+
+
+@pytest.fixture(scope="module")
+def flipped(tmp_path_factory):
+    pages = ["block_reduce.md", "softmax.md", "coalescing.md", "cublas.md", "matmul.md", "gpu.md"]
+    root = project(tmp_path_factory.mktemp("flipped"), pages=pages, entries=pages)
+    store = Store(root / "results")
+    grid = store.read("block_reduce", H100).row("2_grid_stride_float4", "2^28").time.median_ms
+    scale(store, "block_reduce", H100, "torch", grid / 2 / store.read("block_reduce", H100).row("torch", "2^28").time.median_ms)
+    scale(store, "softmax", H100, "torch", 0.2)  # torch.softmax faster than every rung
+    scale(store, "coalescing", H100, "torch", 2.0, cases=["stride 32"])
+    scale(store, "matmul", H100, "torch", 1.2, cases=["1024³"])
+    scale(store, "matmul", H200, "cuBLAS", 1 / 1.5, cases=["4096³"])
+    return build(root)
+
+
+def test_a_comparison_rendered_from_the_data_flips_with_it(flipped):
+    assert re.search(r"That is [\d.]+× faster than the two-level rung, and 2\.00× slower than torch\.sum \.",
+                     flipped.text("block_reduce"))
+    assert re.search(r"takes [\d.]+ µs: [\d.]+× slower than torch\.softmax", flipped.text("softmax"))
+
+
+@pytest.mark.parametrize("page, claim", [
+    ("softmax.md", "the fastest of `7_float4_registers`, `9_cluster` faster than `torch`"),
+    ("coalescing.md", "`torch` within 10% of `1_strided_read`"),
+    ("cublas.md", "`torch` within 3% of `cuBLAS`"),
+    ("matmul.md", "within 5%"),
+    ("gpu.md", "within 5%"),
+])
+def test_a_claim_the_data_no_longer_supports_fails_naming_page_claim_and_figures(flipped, page, claim):
+    warned = flipped.warned(f"{page}: claim(", "does not hold", claim)
+    assert warned and re.search(r"\d+(\.\d+)? (µs|ms)", warned[0]), flipped.warnings
+    assert "contradicted by the results" in flipped.text(page[:-3])

@@ -1,0 +1,120 @@
+"""Profiler evidence on the pages: the table, the sentences that explain a rung's gain, the
+dashboard's limiter column and the roofline, all from Record.profile and the ceilings; a record
+without a profile is marked like any missing number."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from labnotebook.freshness import Stored
+from labnotebook.records import KernelProfile, Profile, ProfilePass, Row, Timing
+from labnotebook.site import dashboard, macros, profiles
+from labnotebook.site.context import Context
+from labnotebook.site.results import Results, View
+from labnotebook.store import Store
+from site_support import H100, H200, fixture_project, profile_pass, record, rows
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    return fixture_project(tmp_path_factory.mktemp("profiles"), states=("fresh", "stale"))
+
+
+@pytest.fixture
+def ctx(root):
+    warnings = []
+    c = Context(Results(root), H100, [H100, H200], warn=warnings.append, info=lambda m: None).at("p.md")
+    c.warnings = warnings
+    return c
+
+
+def test_the_profile_table_names_each_limiter_and_what_warps_wait_on(ctx):
+    out = macros.profile(ctx, "fresh")
+    assert "**memory-bound**" in out and "**latency-bound**" in out
+    assert "waiting for global memory 70.0%" in out and "2,700 GB/s (90.0%)" in out
+    assert "80.0% / 100%" in out and ctx.warnings == []
+
+
+def test_results_without_a_profile_pass_are_marked_and_warn(ctx):
+    ctx.view("fresh").stored.record.profile = None
+    try:
+        out = macros.profile(ctx, "fresh")
+        assert '"No profile"' in out and "no Nsight Compute profile on record" in out
+        assert "⚠ no profile" in macros.limiter(ctx, "fresh", "1_copy")
+        assert ctx.warnings and all('p.md: ' in w for w in ctx.warnings)  # once per page and problem
+    finally:
+        ctx.view("fresh").stored.record.profile = profile_pass()
+
+
+def test_a_cuda_kernel_the_pass_could_not_profile_is_a_problem_a_cpu_baseline_is_not(ctx):
+    p = ctx.view("fresh").stored.record.profile
+    broken = ProfilePass("ok", profiles={"1_copy": Profile("2^20", error="ncu saw no GPU kernel in its launch"),
+                                         "numpy": Profile("2^20", error="runs on the CPU: no GPU kernel to profile")})
+    ctx.view("fresh").stored.record.profile = broken
+    try:
+        out = macros.profile(ctx, "fresh")
+        assert "– ncu saw no GPU kernel" in out and "– runs on the CPU" in out
+        assert len(ctx.warnings) == 1 and "1_copy" in ctx.warnings[0]
+    finally:
+        ctx.view("fresh").stored.record.profile = p
+
+
+def _view(a: KernelProfile, b: KernelProfile) -> View:
+    rec = record("x", H100, "h", rows(), profile=ProfilePass("ok", profiles={
+        "1_slow": Profile("2^20", [a]), "2_fast": Profile("2^20", [b])}))
+    return View(Stored("x", H100, rec, None, "h"))
+
+
+def test_the_gain_sentence_takes_every_direction_from_the_data():
+    slow = KernelProfile("k1", dram_pct=55.0, memory_pct=55.0, sm_pct=10.0, achieved_occupancy_pct=40.0,
+                         stalls={"long_scoreboard": 0.8, "wait": 0.2})
+    fast = KernelProfile("k2", dram_pct=92.0, memory_pct=92.0, sm_pct=10.2, achieved_occupancy_pct=85.0,
+                         stalls={"lg_throttle": 0.6, "long_scoreboard": 0.4})
+    text = profiles.gain(_view(slow, fast), "1_slow", "2_fast")
+    assert text.startswith("From `1_slow` to `2_fast` (latency-bound to memory-bound)")
+    assert "DRAM throughput rises from 55.0% to 92.0% of peak" in text
+    assert "achieved occupancy rises from 40.0% to 85.0%" in text
+    assert "the SMs' busiest pipe stays at 10.2% of peak" in text
+    assert "moves from waiting for global memory (80.0% of stalls) to global-memory instruction queue full (60.0%)" \
+        in text
+    flipped = profiles.gain(_view(fast, slow), "1_slow", "2_fast")
+    assert "DRAM throughput falls from 92.0% to 55.0%" in flipped and "memory-bound to latency-bound" in flipped
+
+
+def test_the_dashboard_names_each_headline_rows_limiter_on_the_notebooks_gpu(ctx):
+    lines = {(line.experiment, line.name): line for line in dashboard.lines(ctx)}
+    assert lines[("fresh", "1_copy")].limiter == "memory-bound"
+    assert lines[("fresh", "torch")].limiter == "latency-bound"
+    assert "limiter on the H100 (Nsight Compute)" in dashboard.dashboard_table(ctx, list(lines.values()))
+
+
+def _roofs(root, gpu, with_fma=True):
+    store = Store(root / "results")
+    ceilings = store.read("ceilings", gpu)
+    fma = Row(kind="ceiling", name="fp32 fma", case="1056 blocks of 256 threads", params={}, status="ok", timed=True,
+              flops=60_000_000_000, time=Timing(1.0, 1.0, 1.0, 1.0, 1.0, 10))
+    ceilings.rows = [fma] if with_fma else []
+    store.write(ceilings)
+
+
+def test_the_roofline_draws_measured_roofs_and_every_kernel_that_declares_its_intensity(ctx, root):
+    for gpu in (H100, H200):
+        _roofs(root, gpu)
+    store = Store(root / "results")
+    for gpu in (H100, H200):  # the fixture's rows declare 1 flop per 8 bytes
+        rec = store.read("fresh", gpu)
+        rec.rows = [dataclasses.replace(r, intensity=1 / 8) for r in rec.rows]
+        store.write(rec)
+    c = Context(Results(root), H100, [H100, H200], warn=ctx.warnings.append, info=lambda m: None).at("p.md")
+    out = macros.roofline(c)
+    assert out.count("<svg") == 2 and "Roofline of the H100 80GB HBM3" in out
+    assert "2 kernels and baselines" in out and "60.0 TFLOP/s" in out and "3,000 GB/s" in out
+    assert any("stale" in w for w in ctx.warnings)  # the stale entry is left off, and said so
+
+
+def test_a_roofline_without_a_measured_compute_roof_is_a_marker(ctx, root):
+    _roofs(root, H100, with_fma=False)
+    out = macros.roofline(Context(Results(root), H100, [H100], warn=ctx.warnings.append, info=lambda m: None).at("p.md"))
+    assert "No such result" in out and "FP32 FMA" in out and ctx.warnings
