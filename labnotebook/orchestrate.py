@@ -332,10 +332,6 @@ class Build:
                 launched = read_json(out) if out.exists() else {}
                 text = report.read_text(errors="replace") if report.exists() else ""
             if status is None:
-                # ncu was SIGKILLed with its group and could not unlock the clocks it locked: a later
-                # timed run on this GPU would run at base clock. ncu's documented remedy:
-                subprocess.run([profile.ncu_path(), "--clock-control", "reset"], env=worker_env(g),
-                               capture_output=True, timeout=120, check=False)
                 return ProfilePass("failed", f"timed out after {exp.time_limit_s} s under ncu")
             if status != 0 or "order" not in launched:
                 last = next((ln for ln in reversed(lines + text.splitlines()) if ln.strip()), "no output")

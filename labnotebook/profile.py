@@ -62,9 +62,10 @@ def command(worker: list[str], report: Path) -> list[str]:
     """``worker`` (a ``--profile`` worker's command line) under ncu, its report going to ``report``."""
     sections = [arg for s in SECTIONS for arg in ("--section", s)]
     # --config-file off: no config.ncu-cfg in the project root or ~/.config may add options.
-    # --clock-control base: the default became "boost" in ncu 2026.1; records say "locked to base".
+    # --clock-control none: the GPU keeps the clocks it runs at in the timed runs (locking them
+    # needs rights the lent machines' tools were seen to work without; the default changed in 2026.1).
     return [ncu_path(), "--config-file", "off", "--target-processes", "all", "--profile-from-start", "off",
-            "--clock-control", "base", *sections,
+            "--clock-control", "none", *sections,
             "--csv", "--page", "raw", "--print-units", "base", "--log-file", str(report), *worker]
 
 

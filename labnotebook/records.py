@@ -150,7 +150,7 @@ class KernelProfile:
     Percentages are of the GPU's peak; any metric ncu did not report is None."""
 
     function: str  # the GPU function ncu saw (demangled, without its arguments)
-    duration_ns: float | None = None  # under the profiler, whose clocks are locked to base
+    duration_ns: float | None = None  # one launch under the profiler, clocks not locked
     dram_gbs: float | None = None  # DRAM bytes read + written per second
     dram_pct: float | None = None  # DRAM throughput, % of peak
     memory_pct: float | None = None  # speed of light, memory: the busiest memory unit, % of peak

@@ -99,7 +99,7 @@ def profile_table(view: View, note: Note) -> str:
             str(k.registers) if k.registers is not None else "–", cell(_stalls(k))])
     version = record.provenance.ncu if record.provenance else None
     out = table(head, lines)
-    out += (f"\n\n*Nsight Compute {version or ''}, one launch of each at the case shown, clocks locked to base: "
+    out += (f"\n\n*Nsight Compute {version or ''}, one launch of each at the case shown, at the GPU's own clocks (not locked): "
             "its times are not the timed medians above. A library call that launches several kernels is "
             "described by its longest one. The limiter is ncu's speed-of-light rule: memory- or compute-bound "
             "by whichever is busier, latency-bound when neither reaches 60% of its peak.*")
