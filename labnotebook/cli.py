@@ -3,7 +3,7 @@ and turn the notebook's own errors into one ``error: ...`` line (exit status 2).
 
     build_results.py [--only NAME ...] [--gpus all|0,1] [--force] [--no-sanitize] [--no-profile]
     build_results.py --only NAME --kernel K ... --case C ...   # print, write nothing
-    build_results.py --list | --summary
+    build_results.py --check | --list | --summary                # no GPU needed
     build_results.py new NAME                                  # scaffold an entry
 """
 
@@ -20,10 +20,11 @@ from rich.table import Table
 
 from .errors import NoGPUError, NotebookError
 from .experiments import experiment_folders, load
-from .freshness import Stored, current_hashes
+from .check import findings
+from .freshness import Keys, Stored
 from .orchestrate import Build, Options, kill_workers, print_outcomes
 from .run.device import gpus_from_smi
-from .store import Store
+from .store import CEILINGS, Store
 from .summary import print_summary
 
 # Lines whole and tables wide: a log (not a terminal) is read later, and grepped.
@@ -34,6 +35,7 @@ results into results/. With every result up to date it does nothing and needs no
   build_results.py                        run what changed since its results were recorded
   build_results.py --gpus all             the same, spread over every GPU of this machine
   build_results.py --only NAME --kernel K --case C   one kernel at one case: printed, nothing written
+  build_results.py --check               what is stale, failed or missing, why, and the fix (no GPU)
   build_results.py --list | --summary     the state of every result; every result as JSON lines
   build_results.py new NAME               scaffold an entry (see docs/authoring.md)
 """
@@ -55,6 +57,9 @@ def main_parser() -> argparse.ArgumentParser:
                    help="run only these kernels and baselines (implies --dry-run: a record is always whole)")
     p.add_argument("--case", nargs="+", metavar="NAME", help="run only these cases (implies --dry-run)")
     p.add_argument("--dry-run", action="store_true", help="run, verify, time and print; write no results")
+    p.add_argument("--check", action="store_true",
+                   help="list every result that is stale, failed or missing, with the file that changed and the "
+                        "command that fixes it; exit 1 if one is on the reference GPU (no GPU needed)")
     p.add_argument("--list", action="store_true", help="list experiments and the state of their results")
     p.add_argument("--summary", action="store_true",
                    help="print every stored result as JSON lines (no GPU needed)")
@@ -90,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.summary:
             print_summary(root, store)
             return 0
+        if args.check:
+            return check(root, store)
         folders = experiment_folders(root / "snippets")
         if args.list:
             return list_experiments(root, folders, store)
@@ -160,20 +167,32 @@ def require_gpus(spec: str) -> tuple[str, list[int]]:
 
 
 def all_fresh(root: Path, store: Store, selected: dict[str, Path]) -> bool:
-    """Whether every selected experiment has results, all fresh, on every GPU it has any for."""
-    hashes = current_hashes(root)
+    """Whether every selected experiment has results, all fresh, on every GPU it has any for, and
+    those GPUs' ceilings are fresh too (a run would measure them again otherwise)."""
+    keys = Keys(root)
     for name in selected:
         gpus = store.gpus(name)
-        if not gpus or any(Stored.read(store, name, g, hashes[name]).state != "fresh" for g in gpus):
+        if not gpus or any(Stored.read(store, n, g, keys).state != "fresh" for g in gpus for n in (name, CEILINGS)):
             return False
     return True
+
+
+def check(root: Path, store: Store) -> int:
+    """``--check``: every finding, one line each, errors first; 1 if there is an error."""
+    found = sorted(findings(root, store), key=lambda f: (f.level != "error", f.experiment, f.gpu))
+    for f in found:
+        console.print(f.line(), markup=False, highlight=False)
+    errors = sum(f.level == "error" for f in found)
+    console.print(f"{errors} error(s), {len(found) - errors} warning(s)"
+                  + ("" if errors else ": every result on the reference GPU is fresh"), markup=False)
+    return 1 if errors else 0
 
 
 def list_experiments(root: Path, folders: dict[str, Path], store: Store) -> int:
     """Every experiment and the state of its results on each GPU. An experiment that cannot be
     loaded is named below the table, with its file, and the exit status is 2."""
     table = Table("experiment", "title", "GPU", "state")
-    hashes, broken = current_hashes(root), []
+    keys, broken = Keys(root), []
     for name, folder in folders.items():
         try:
             title = load(folder).title
@@ -182,7 +201,7 @@ def list_experiments(root: Path, folders: dict[str, Path], store: Store) -> int:
             broken.append(f"error: snippets/{name}/experiment.py: {e}")
             continue
         for gpu in store.gpus(name, failures=True) or [None]:
-            stored = Stored.read(store, name, gpu, hashes[name]) if gpu else None
+            stored = Stored.read(store, name, gpu, keys) if gpu else None
             if stored and stored.unreadable:
                 broken.append(f"error: {stored.unreadable}")
             table.add_row(name, title, gpu or "", state_text(stored) if stored else "no results")

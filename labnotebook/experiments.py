@@ -1,48 +1,14 @@
-"""Find experiments under ``snippets/``, load their declarations, and hash their sources.
-
-The source hash covers everything that can change a measurement: the experiment's folder
-(kernels and host code) and the engine code that runs it (``labnotebook/run/``). Rendering code
-is left out on purpose, so a change to a table's layout does not make every result stale.
-"""
+"""Find experiments under ``snippets/`` and load their declarations (what a result is keyed
+on, found from the declaration, is ``keys.py``'s business)."""
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import sys
 from pathlib import Path
 
 from .errors import ExperimentError
 from .run.declare import Experiment
-
-ENGINE_DIR = Path(__file__).parent / "run"
-HASHED_SUFFIXES = {".cu", ".cuh", ".h", ".py"}
-
-
-def source_files(folder: Path) -> list[Path]:
-    """The files that ran: what the source hash covers and what the site links."""
-    return sorted(p for p in folder.rglob("*")
-                  if p.is_file() and p.suffix in HASHED_SUFFIXES and "__pycache__" not in p.parts)
-
-
-def _hash_files(h, folder: Path) -> None:
-    for p in source_files(folder):
-        h.update(p.relative_to(folder).as_posix().encode() + b"\0")
-        h.update(p.read_bytes().replace(b"\r\n", b"\n") + b"\0")
-
-
-def engine_hash() -> str:
-    h = hashlib.sha256()
-    _hash_files(h, ENGINE_DIR)
-    return h.hexdigest()[:16]
-
-
-def source_hash(folder: Path) -> str:
-    """Hash of an experiment's folder plus the engine that runs it."""
-    h = hashlib.sha256()
-    _hash_files(h, folder)
-    h.update(engine_hash().encode())
-    return h.hexdigest()[:16]
 
 
 def experiment_folders(snippets: Path) -> dict[str, Path]:

@@ -31,8 +31,9 @@ from rich.table import Table
 
 from . import metrics, policy, profile
 from .errors import NotebookError
-from .experiments import engine_hash, load, source_hash
-from .freshness import Stored
+from .experiments import load
+from .freshness import Keys, Stored
+from .keys import Key
 from .records import ProfilePass, Record, Verdict
 from .run import draw
 from .run.declare import Experiment
@@ -157,16 +158,16 @@ class Build:
         self.outcomes: list[Outcome] = []
         self.many = len(options.gpus) > 1
         self.cores = share_cores(options.gpus) if self.many else {}
+        self.keys = Keys(root)  # what each result is keyed on, read once, before anything runs
 
     # -- planning ------------------------------------------------------------------------------
-    def plan(self, gpu_name: str, selected: dict[str, Path]) -> list[tuple[str, Path, str, Experiment | None]]:
+    def plan(self, gpu_name: str, selected: dict[str, Path]) -> list[tuple[str, Path, Key, Experiment, Record | None]]:
         """The experiments to run; the rest are recorded as unchanged."""
         filtered = self.options.kernels or self.options.cases or self.options.dry_run
         todo = []
         for name, folder in selected.items():
-            h = source_hash(folder)
-            stored = Stored.read(self.store, name, gpu_name, h)
-            record = stored.record
+            stored = Stored.read(self.store, name, gpu_name, self.keys)
+            key, record = stored.key, stored.record
             if not (self.options.force or filtered) and stored.state == "fresh" and record.status == "ok" \
                     and not newly_installed(record):
                 self.outcomes.append(Outcome(name, "unchanged", f"results from {record.provenance.date}"))
@@ -174,9 +175,9 @@ class Build:
             try:
                 exp = load(folder)
             except NotebookError as e:
-                self.finish(name, gpu_name, h, None, str(e), time.perf_counter())
+                self.finish(name, gpu_name, key, None, str(e), time.perf_counter())
                 continue
-            todo.append((name, folder, h, exp, record))
+            todo.append((name, folder, key, exp, record))
         return todo
 
     def run(self, gpu_name: str, selected: dict[str, Path]) -> list[Outcome]:
@@ -189,7 +190,10 @@ class Build:
         self.ncu = profile.version() if self.options.profile and profile.ncu_path() else None
         if self.options.profile and self.ncu is None:
             self.console.print("[yellow]Nsight Compute (ncu) not found: results will record the profile as skipped[/]")
-        if todo:
+        # The ceilings are measured whenever anything runs, and on their own when they are stale.
+        ceilings_due = not self.options.dry_run and \
+            Stored.read(self.store, CEILINGS, gpu_name, self.keys).state != "fresh"
+        if todo or ceilings_due:
             gpus = ", ".join(map(str, self.options.gpus))
             unchanged = sum(o.state == "unchanged" for o in self.outcomes)
             self.console.print(f"[bold]{gpu_name}[/] (GPU {gpus}): running {len(todo)} experiment(s), "
@@ -226,11 +230,11 @@ class Build:
         records = [self.ceiling_records[g] for g in sorted(self.ceiling_records)]
         first = records[0]
         first.rows = [r for rec in records for r in rec.rows]
-        first.source_hash = engine_hash()
+        self.stamp(first, self.keys[CEILINGS])
         self.store.write(first)
 
     # -- one experiment ---------------------------------------------------------------------------
-    def run_job(self, name: str, folder: Path, h: str, exp: Experiment, previous: Record | None) -> Job:
+    def run_job(self, name: str, folder: Path, key: Key, exp: Experiment, previous: Record | None) -> Job:
         t0 = 0.0
         estimate = previous.duration_s if previous and previous.duration_s else DEFAULT_ESTIMATE_S
         extra = []
@@ -249,21 +253,21 @@ class Build:
         def then(result):
             record, error = _result(result)
             if error:
-                return self.finish(name, None, h, None, error, t0, job.ran_on)
-            record.source_hash = h
+                return self.finish(name, None, key, None, error, t0, job.ran_on)
+            self.stamp(record, key)
             policy.judge(exp, record)
             lost = [] if self.options.force else policy.lost(previous, record)
             if lost:
                 record.status, record.problems = "failed", [f"{p}; keeping those results (--force replaces them)"
                                                             for p in lost]
             if record.status != "ok" or self.options.dry_run:
-                return self.finish(name, record.gpu, h, record, None, t0, job.ran_on)
-            return self.followup_jobs(name, h, exp, record, t0, job.ran_on, estimate)
+                return self.finish(name, record.gpu, key, record, None, t0, job.ran_on)
+            return self.followup_jobs(name, key, exp, record, t0, job.ran_on, estimate)
 
         job = Job(f"{name}: timed run", run, timed=True, estimate_s=estimate, then=then)
         return job
 
-    def followup_jobs(self, name, h, exp, record: Record, t0: float, gpu: int, estimate: float) -> list[Job]:
+    def followup_jobs(self, name, key: Key, exp, record: Record, t0: float, gpu: int, estimate: float) -> list[Job]:
         """The passes over a verified run: one job per compute-sanitizer tool, and the profile.
         The record is judged and written when the last of them is back."""
         functions = {info.function: k for k, info in record.kernels.items() if info.language == "cuda"}
@@ -282,9 +286,9 @@ class Build:
                 if findings:
                     record.problems = findings
                     record.status = "failed"
-                    return self.finish(name, record.gpu, h, record, "compute-sanitizer: " + findings[0], t0, gpu)
+                    return self.finish(name, record.gpu, key, record, "compute-sanitizer: " + findings[0], t0, gpu)
                 self.console.print(f"{name}: compute-sanitizer {', '.join(TOOLS)} clean")
-            return self.finish(name, record.gpu, h, record, None, t0, gpu)
+            return self.finish(name, record.gpu, key, record, None, t0, gpu)
 
         jobs = [self.sanitizer_job(name, exp, tool, functions, report, done, estimate / 4) for tool in tools]
         if self.options.profile:
@@ -341,6 +345,7 @@ class Build:
         def then(result):
             record.profile = result if isinstance(result, ProfilePass) else \
                 ProfilePass("failed", f"the profile job failed: {type(result).__name__}: {result}")
+            record.profile = dataclasses.replace(record.profile, sources=self.keys.profiler.files)
             if self.ncu and record.provenance:
                 record.provenance = dataclasses.replace(record.provenance, ncu=self.ncu)
             if record.profile.status != "ok":
@@ -349,7 +354,7 @@ class Build:
         # Timed, so that it has its GPU to itself: ncu's counters are the GPU's, not the process's.
         return Job(f"{name}: profile", run, timed=True, estimate_s=estimate_s, then=then)
 
-    def finish(self, name, gpu_name, h, record: Record | None, error: str | None, t0: float,
+    def finish(self, name, gpu_name, key: Key | None, record: Record | None, error: str | None, t0: float,
                gpu: int | None = None) -> list[Job]:
         """Write the record, or a failure record beside the last good one; note the outcome."""
         seconds = time.perf_counter() - t0
@@ -367,12 +372,19 @@ class Build:
             return []
         failure = record or Record(experiment=name, title=name, gpu=gpu_name or self.gpu_name,
                                    provenance=None, rows=[], status="failed")
-        failure.status, failure.error, failure.source_hash = "failed", error, h
+        failure.status, failure.error = "failed", error
+        self.stamp(failure, key)
         failure.failed_at = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
         self.store.write_failure(failure)
         self.console.print(f"[bold red]✗ {name}:[/] {escape(error)}")
         self.outcomes.append(Outcome(name, "failed", error, seconds, gpu))
         return []
+
+    @staticmethod
+    def stamp(record: Record, key: Key | None) -> None:
+        """Key ``record`` on the files it was measured from (read before the run started)."""
+        record.source_hash = key.digest if key else None
+        record.sources = dict(key.files) if key else {}
 
     # -- workers --------------------------------------------------------------------------------
     def worker_command(self, name: str, args: list[str]) -> list[str]:

@@ -14,6 +14,8 @@ Format history:
    ``Record.peak_host_bytes`` and ``KernelInfo.language`` for every kernel.
 3. ``Record.profile``: the Nsight Compute pass (``ProfilePass``), ``Provenance.ncu`` and
    ``Row.intensity`` (where the roofline places a row); the ceilings add an ``fp32 fma`` row.
+4. Keys by what was measured (``labnotebook/keys.py``): ``Record.sources`` and
+   ``ProfilePass.sources``, the hash of each file of the key; ``source_hash`` is now their digest.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any, Literal
 from .errors import ResultsError
 
 NAME = "labnotebook-results"
-VERSION = 3
+VERSION = 4
 FORMAT = f"{NAME}/{VERSION}"
 
 Kind = Literal["kernel", "baseline", "transfer", "phase", "ceiling"]
@@ -206,6 +208,9 @@ class ProfilePass:
     status: Literal["ok", "skipped", "failed"]  # skipped: no ncu here; failed: ncu or the worker failed
     reason: str | None = None
     profiles: dict[str, Profile] = field(default_factory=dict)  # by kernel or baseline name
+    # The profiler pass's own files (keys.PROFILER) -> their hashes: with the record's own key,
+    # what the profile is keyed on. Empty in files older than format 4.
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -271,7 +276,10 @@ class Record:
     kernels: dict[str, KernelInfo] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # what made the run fail, one line each
     duration_s: float | None = None  # the worker's wall time (inputs, references, checks, timing)
-    source_hash: str | None = None  # experiments.source_hash of the sources that ran
+    # What it was measured from (labnotebook/keys.py): each file of its key -> that file's hash,
+    # and their digest, which is what freshness compares. ``sources`` is empty before format 4.
+    source_hash: str | None = None
+    sources: dict[str, str] = field(default_factory=dict)
     # {kernel: {tool: Verdict}}; None when the run had no compute-sanitizer pass.
     sanitizer: dict[str, dict[str, Verdict]] | None = None
     peak_host_bytes: int | None = None  # the worker's peak resident memory
@@ -384,7 +392,13 @@ def _v2_to_v3(data: dict) -> dict:
     return data
 
 
-MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(data: dict) -> dict:
+    """Format 4 only added the per-file hashes of a key (absent: not recorded). Its digest is
+    computed otherwise than format 3's source hash, so a file of format 3 reads as stale."""
+    return data
+
+
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def version_of(data: dict) -> int | None:

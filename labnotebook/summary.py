@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Iterator
 
 from . import metrics
-from .freshness import current_hashes, is_stale
+from .freshness import Keys, is_stale
 from .store import Store
 
 
 def summary_lines(root: Path, store: Store) -> Iterator[dict]:
-    hashes = current_hashes(root)
+    current = Keys(root)
     for record in store.records():
-        stale = is_stale(record, hashes.get(record.experiment))
+        stale = is_stale(record, current[record.experiment] if record.experiment in current else None)
         for row in record.rows:
             value, unit = metrics.throughput(row)
             yield {

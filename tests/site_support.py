@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import html
 import logging
+import dataclasses
 import os
 import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labnotebook.freshness import current_hashes
+from labnotebook.freshness import Keys
 from labnotebook.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,12 +55,14 @@ def project(dst: Path, pages: list[str] | None = None, snippets: Path | None = N
 
 
 def make_fresh(root: Path) -> None:
-    """Rewrite every stored record's source hash to the current sources' (no other change)."""
-    store, hashes = Store(root / "results"), current_hashes(root)
+    """Rewrite every stored record's key to the current sources' (no other change)."""
+    store, keys = Store(root / "results"), Keys(root)
     for experiment in store.experiments():
         for record in list(store.records(experiment)):
-            if experiment in hashes:
-                record.source_hash = hashes[experiment]
+            if experiment in keys:
+                record.source_hash, record.sources = keys[experiment].digest, dict(keys[experiment].files)
+                if record.profile:
+                    record.profile = dataclasses.replace(record.profile, sources=dict(keys.profiler.files))
                 store.write(record)
 
 
@@ -212,22 +215,31 @@ def fixture_project(dst: Path, states=STATES, drafts: tuple[str, ...] = ()) -> P
     for day, name in enumerate(states):
         (dst / "docs" / f"{name}.md").write_text(PAGE.format(name=name, day=day % 10,
                                                              draft="draft: true\n" if name in drafts else ""))
-    store, hashes = Store(dst / "results"), current_hashes(dst)
+    store, keys = Store(dst / "results"), Keys(dst)
+
+    def keyed(name, gpu, rows_, fresh=True, **extra):
+        """A record keyed on the current sources (or, not ``fresh``, on others), its profile too."""
+        r = record(name, gpu, keys[name].digest if fresh else "0" * 16, rows_, **extra)
+        r.sources = dict(keys[name].files) if fresh else {"snippets/gone.cu": "0" * 16}
+        if r.profile:
+            r.profile = dataclasses.replace(r.profile, sources=dict(keys.profiler.files))
+        return r
+
     for name in states:
-        store.write(record(name, H200, hashes[name], rows()))
+        store.write(keyed(name, H200, rows()))
         if name == "missing":
             continue
         if name == "failed_headline" or name == "failed_other":
             failed = ("1_copy", "2^20") if name == "failed_headline" else ("torch", "small")
-            store.write(record(name, H100, "0" * 16, rows()))
-            store.write_failure(record(name, H100, hashes[name], rows(failed=failed),
-                                       error="1 row failed", failed_at="2026-11-21T06:00:00+00:00"))
+            store.write(keyed(name, H100, rows(), fresh=False))
+            store.write_failure(keyed(name, H100, rows(failed=failed), error="1 row failed",
+                                      failed_at="2026-11-21T06:00:00+00:00"))
         else:
-            store.write(record(name, H100, hashes[name] if name != "stale" else "0" * 16, rows()))
+            store.write(keyed(name, H100, rows(), fresh=name != "stale"))
         if name == "corrupt":
             store.path(name, H100).write_text('{"format": "labnotebook-results/2", "rows": [')
     for gpu in (H100, H200):  # the copy ceilings, for the GPU page's table
-        store.write(record("ceilings", gpu, hashes["ceilings"], []))
+        store.write(keyed("ceilings", gpu, []))
     return dst
 
 

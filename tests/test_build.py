@@ -89,7 +89,7 @@ def test_the_experiments_were_spread_over_both_gpus_and_the_ceiling_measured_on_
 
 
 def test_each_verified_kernel_is_profiled_at_its_case_under_ncu(built):
-    _, store, _, _ = built
+    project, store, _, _ = built
     good = store.read("good_add", GPU)
     assert good.profile.status == "ok" and good.provenance.ncu == "2099.1.0.0"
     profile = good.profile.profiles["1_skips_last"]
@@ -98,6 +98,11 @@ def test_each_verified_kernel_is_profiled_at_its_case_under_ncu(built):
     assert main.limiter == "memory" and main.duration_ns == 1234.5 and main.dram_gbs == 2500.0
     assert main.stalls == {"long_scoreboard": 0.75, "wait": 0.25}  # 'selected' is issuing, not a stall
     assert store.read_failure("wrong_answer", GPU).profile is None  # a run that failed is not profiled
+    # A profile is keyed on the profiler pass besides its record's own key.
+    from labnotebook.freshness import Keys, Stored
+
+    assert good.profile.sources == Keys(project).profiler.files
+    assert Stored.read(store, "good_add", GPU, Keys(project)).profile_state == "fresh"
 
 
 def without(tool: str, tmp: Path) -> dict:
@@ -127,6 +132,21 @@ def test_a_rerun_with_nothing_changed_runs_nothing(built):
     project, _, _, _ = built
     again = run_cli("--only", "good_add", root=project, env=fake_env())
     assert again.returncode == 0 and "unchanged" in again.stdout and "start" not in again.stdout
+
+
+def test_each_record_and_profile_is_keyed_on_the_files_it_was_measured_from(built):
+    from labnotebook.freshness import Keys, Stored
+
+    project, store, _, _ = built
+    keys = Keys(project)
+    good = store.read("good_add", GPU)
+    assert good.source_hash == keys["good_add"].digest and good.sources == keys["good_add"].files
+    assert "snippets/good_add/1_skips_last.cu" in good.sources and "labnotebook/run/protocol/timing.py" in good.sources
+    ceilings = store.read("ceilings", GPU)
+    assert ceilings.sources == keys["ceilings"].files and "labnotebook/run/fma_peak.cu" in ceilings.sources
+    assert Stored.read(store, "good_add", GPU, keys).state == "fresh"
+    failure = store.read_failure("wrong_answer", GPU)  # a failure is keyed too: it is failed only while current
+    assert failure.source_hash == keys["wrong_answer"].digest
 
 
 def test_the_fast_loop_prints_one_kernel_at_one_case_and_writes_nothing(built):

@@ -7,7 +7,7 @@ import pytest
 
 from labnotebook import cli
 from labnotebook.errors import NoGPUError, NotebookError
-from labnotebook.freshness import current_hashes
+from labnotebook.freshness import Keys
 from labnotebook.records import Provenance, Record, Row, Timing
 from labnotebook.store import Store
 
@@ -16,11 +16,11 @@ from conftest import FAULTS, copy_project, run_cli
 H100 = "NVIDIA H100 80GB HBM3"
 
 
-def fresh_record(root, name):
+def fresh_record(root, name, gpu=H100):
     row = Row(kind="kernel", name="1_skips_last", case="small", params={"n": 1000}, status="ok", timed=True,
               bytes=12_000, time=Timing(0.01, 0.009, 0.011, 0.008, 0.012, 100))
-    return Record(experiment=name, title="t", gpu=H100, provenance=Provenance(gpu=H100, date="2026-11-21T00:00:00"),
-                  rows=[row], status="ok", source_hash=current_hashes(root)[name])
+    return Record(experiment=name, title="t", gpu=gpu, provenance=Provenance(gpu=gpu, date="2026-11-21T00:00:00"),
+                  rows=[row], status="ok", source_hash=Keys(root)[name].digest, sources=Keys(root)[name].files)
 
 
 @pytest.fixture
@@ -62,6 +62,7 @@ def test_unknown_experiment_is_one_clear_line():
 def test_everything_up_to_date_needs_no_gpu(project):
     """The README's promise: a re-run with nothing changed never touches the GPU."""
     Store(project / "results").write(fresh_record(project, "wrong_answer"))
+    Store(project / "results").write(fresh_record(project, "ceilings"))
     proc = run_cli(root=project, env={"PATH": "/nonexistent"})  # no nvidia-smi, and no PyCUDA here
     assert proc.returncode == 0, proc.stderr
     assert "up to date" in proc.stdout
@@ -115,3 +116,55 @@ def test_no_pycuda_and_no_gpu_are_one_clear_line(monkeypatch, machine):
     monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(NoGPUError, match="PyCUDA is not installed.*mkdocs serve"):
         cli.require_gpus("0")
+
+
+CHECK_CONFIG = "extra:\n  notebook:\n    gpu: NVIDIA H100 80GB HBM3\n    gpus: [NVIDIA H100 80GB HBM3, NVIDIA H200]\n"
+
+
+@pytest.fixture
+def checked(project):
+    """The fixture project with H100 as its reference GPU, its results fresh there and on the H200."""
+    (project / "mkdocs.yml").write_text(CHECK_CONFIG)
+    store = Store(project / "results")
+    for name in ("wrong_answer", "ceilings"):
+        for gpu in (H100, "NVIDIA H200"):
+            store.write(fresh_record(project, name, gpu))
+    return project
+
+
+def test_check_passes_with_everything_fresh_and_needs_no_gpu(checked):
+    proc = run_cli("--check", root=checked, env={"PATH": "/nonexistent"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 error(s)" in proc.stdout
+
+
+def test_check_names_the_changed_file_and_the_command_on_the_reference_gpu(checked):
+    kernel = checked / "snippets" / "wrong_answer" / "1_skips_last.cu"
+    kernel.write_text(kernel.read_text() + "\n// an edit\n")
+    proc = run_cli("--check", root=checked)
+    assert proc.returncode == 1
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("✗"))
+    assert "wrong_answer on NVIDIA H100 80GB HBM3: stale" in line
+    assert "snippets/wrong_answer/1_skips_last.cu" in line and "python build_results.py --only wrong_answer" in line
+    warning = next(ln for ln in proc.stdout.splitlines() if ln.startswith("!"))
+    assert "wrong_answer on NVIDIA H200: stale" in warning  # the other GPU: a warning, not an error
+
+
+def test_check_only_warns_for_another_gpu_and_for_a_draft(checked):
+    store = Store(checked / "results")
+    store.path("wrong_answer", "NVIDIA H200").unlink()
+    assert run_cli("--check", root=checked).returncode == 0  # missing on the H200: a warning
+    store.path("wrong_answer", H100).unlink()
+    assert run_cli("--check", root=checked).returncode == 1  # missing on the reference GPU: an error
+    (checked / "docs").mkdir()
+    (checked / "docs" / "wrong_answer.md").write_text("---\ntitle: W\ndraft: true\n---\n")
+    proc = run_cli("--check", root=checked)
+    assert proc.returncode == 0 and "! wrong_answer on NVIDIA H100 80GB HBM3: missing" in proc.stdout
+
+
+def test_check_fails_on_a_failed_run_on_any_gpu(checked):
+    record = fresh_record(checked, "wrong_answer", "NVIDIA H200")
+    record.status, record.error, record.failed_at = "failed", "wrong answer: c", "2026-11-23T00:00:00+00:00"
+    Store(checked / "results").write_failure(record)
+    proc = run_cli("--check", root=checked)
+    assert proc.returncode == 1 and "✗ wrong_answer on NVIDIA H200: failed" in proc.stdout

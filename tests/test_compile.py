@@ -34,7 +34,7 @@ def test_a_cubin_is_compiled_again_when_a_shared_header_changes(nvcc, tmp_path, 
     (shared / "twice.cuh").write_text("__device__ float twice(float x) { return 2 * x; }\n")
     source = tmp_path / "k.cu"
     source.write_text('#include "twice.cuh"\nextern "C" __global__ void k(float* x) { x[0] = twice(x[0]); }\n')
-    monkeypatch.setattr(compiler, "SHARED_HEADERS", shared)
+    monkeypatch.setattr(compiler, "INCLUDE_DIR", shared)
     cache = tmp_path / "cache"
     compile_cubin(source, tmp_path / "a", "sm_90", cache=cache)
     (shared / "twice.cuh").write_text("__device__ float twice(float x) { return x + x; }\n")

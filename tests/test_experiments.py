@@ -19,9 +19,9 @@ import pytest
 
 from labnotebook import Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, Unsupported
 from labnotebook.errors import ExperimentError
-from labnotebook.experiments import engine_hash, experiment_folders, load, source_hash
+from labnotebook.experiments import experiment_folders, load
 from labnotebook.run.declare import tolerance_at
-from labnotebook.run.verify import compare
+from labnotebook.run.protocol.verify import compare
 
 from conftest import FAULTS, ROOT
 
@@ -539,26 +539,6 @@ def test_inputs_are_random_and_seeded(name):
     assert not np.array_equal(x1[data], x3[data]), f"{name}: inputs must follow the generator"
     for k, v in x1.items():
         assert np.array_equal(v, x2[k]), f"{name}: inputs[{k!r}] differ for one seed"
-
-
-def test_source_hash_follows_kernels_and_host_code(tmp_path):
-    folder = shutil.copytree(FOLDERS["vec_add"], tmp_path / "vec_add")
-    before = source_hash(folder)
-    assert before == source_hash(FOLDERS["vec_add"])
-    (folder / "1_add.cu").write_text((folder / "1_add.cu").read_text() + "\n// changed\n")
-    assert source_hash(folder) != before
-    (folder / "notes.md").write_text("prose is not a source")
-    after_kernel = source_hash(folder)
-    assert source_hash(folder) == after_kernel
-
-
-def test_source_hash_includes_the_engine(monkeypatch, tmp_path):
-    folder = FOLDERS["vec_add"]
-    before = source_hash(folder)
-    engine = shutil.copytree(ROOT / "labnotebook" / "run", tmp_path / "run")
-    (engine / "timing.py").write_text((engine / "timing.py").read_text() + "\n# changed\n")
-    monkeypatch.setattr("labnotebook.experiments.ENGINE_DIR", engine)
-    assert engine_hash() != "" and source_hash(folder) != before
 
 
 def test_fault_fixtures_load():

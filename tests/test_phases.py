@@ -8,7 +8,7 @@ from labnotebook.orchestrate import newly_installed
 from labnotebook.records import Check, Provenance, Record, Row
 from labnotebook.run.declare import Case, PhaseProgram, Tolerance
 from labnotebook.run.phases import measure
-from labnotebook.run.verify import compare
+from labnotebook.run.protocol.verify import compare
 
 from conftest import ROOT
 

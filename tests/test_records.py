@@ -11,6 +11,7 @@ from labnotebook.store import Store, read_json, read_record
 
 V1 = Path(__file__).parent / "fixtures" / "results-v1"
 V2 = Path(__file__).parent / "fixtures" / "results-v2"
+V3 = Path(__file__).parent / "fixtures" / "results-v3"
 FILES = sorted(V1.glob("*/*.json"))
 
 
@@ -48,7 +49,7 @@ def test_a_migrated_record_round_trips_in_the_current_format(path, tmp_path):
 def test_migrations_reach_the_current_version_from_every_older_one():
     data = migrate({"format": "labnotebook-results/1", "rows": [], "kernels": {}, "provenance": {}})
     assert data["provenance"]["device_index"] is None
-    assert VERSION == 3 and FORMAT.endswith(f"/{VERSION}")
+    assert VERSION == 4 and FORMAT.endswith(f"/{VERSION}")
 
 
 def test_a_format_2_file_loads_with_no_profile_pass_and_round_trips(tmp_path):
@@ -83,3 +84,21 @@ def test_optional_row_fields_are_left_out_of_files():
     row = record.to_json()["rows"][0]
     assert "missing_module" not in row and "unavailable" not in row and "verify_s" not in row
     assert row["kind"] == "kernel" and not math.isnan(row["time"]["median_ms"])
+
+
+def test_a_format_3_file_keeps_its_profile_reads_stale_and_says_why(tmp_path):
+    """Format 4 keys results by file; a file of format 3 (a real H100 run) loads, keeps its
+    numbers and profile, and reads as stale, saying it records no per-file hashes."""
+    from conftest import ROOT
+    from labnotebook.freshness import Keys, Stored
+
+    path = V3 / "matrix_add_2d" / "nvidia-h100-80gb-hbm3.json"
+    assert read_json(path)["format"] == "labnotebook-results/3"
+    record = read_record(path)
+    assert record.sources == {} and record.profile.status == "ok" and record.profile.sources == {}
+    store = Store(tmp_path)
+    store.write(record)
+    assert store.read(record.experiment, record.gpu) == record
+    stored = Stored.read(store, record.experiment, record.gpu, Keys(ROOT))
+    assert stored.state == "stale" and "format 3 or older" in stored.reason()
+    assert stored.profile_state == "stale"

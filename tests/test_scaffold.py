@@ -8,7 +8,7 @@ import pytest
 
 from labnotebook.errors import NotebookError
 from labnotebook.experiments import load
-from labnotebook.run.verify import compare
+from labnotebook.run.protocol.verify import compare
 from labnotebook.scaffold import add_to_nav, scaffold
 
 from conftest import ROOT, run_cli

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from labnotebook.run.declare import Case, Tolerance, tolerance_at
-from labnotebook.run.verify import compare
+from labnotebook.run.protocol.verify import compare
 
 EXACT = Tolerance(atol=0.0, rtol=2.0**-24)
 
@@ -69,7 +69,7 @@ def test_bound_ratio_says_how_close_a_row_came_to_failing():
 
 
 def test_large_outputs_are_compared_in_slices_and_the_worst_found_anywhere(monkeypatch):
-    monkeypatch.setattr("labnotebook.run.verify.SLICE", 1000)
+    monkeypatch.setattr("labnotebook.run.protocol.verify.SLICE", 1000)
     rng = np.random.default_rng(2)
     want = rng.standard_normal((70, 101))
     got = want.astype(np.float32)
@@ -81,9 +81,9 @@ def test_large_outputs_are_compared_in_slices_and_the_worst_found_anywhere(monke
 
 
 def test_a_rowwise_reference_is_computed_slice_by_slice(monkeypatch):
-    from labnotebook.run.verify import compare_rowwise
+    from labnotebook.run.protocol.verify import compare_rowwise
 
-    monkeypatch.setattr("labnotebook.run.verify.SLICE", 64)
+    monkeypatch.setattr("labnotebook.run.protocol.verify.SLICE", 64)
     x = np.random.default_rng(3).standard_normal((50, 10)).astype(np.float32)
     calls = []
 
@@ -99,9 +99,9 @@ def test_a_rowwise_reference_is_computed_slice_by_slice(monkeypatch):
 
 
 def test_a_rowwise_reference_kept_whole_equals_the_one_computed_at_once(monkeypatch):
-    from labnotebook.run.verify import reference_in_slices
+    from labnotebook.run.protocol.verify import reference_in_slices
 
-    monkeypatch.setattr("labnotebook.run.verify.SLICE", 64)
+    monkeypatch.setattr("labnotebook.run.protocol.verify.SLICE", 64)
     x = np.random.default_rng(4).standard_normal((50, 10)).astype(np.float32)
     whole = reference_in_slices({"x": x}, lambda x: {"y": x.astype(np.float64) * 2}, {"y": (50, 10)})
     assert np.array_equal(whole["y"], x.astype(np.float64) * 2)

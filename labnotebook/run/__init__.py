@@ -1,2 +1,3 @@
-"""The code that runs experiments on a GPU. Every file here is part of each experiment's source
-hash: change one and every result becomes stale until it is measured again."""
+"""The code that runs experiments on a GPU. Which of it a result is keyed on (the measurement
+protocol in ``protocol/``, and the modules an experiment imports) is ``labnotebook/keys.py``'s
+rule; the rest is provenance: editing it stales nothing."""

@@ -17,10 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CompileError
+from .protocol import INCLUDE_DIR, NVCC_FLAGS
 
-NVCC_FLAGS = ("-std=c++17", "-O3", "-lineinfo", "-Xptxas=-v")
-# Device code shared by experiments (tensor_core.cuh): on every kernel's include path.
-SHARED_HEADERS = Path(__file__).with_name("include")
 
 _FUNCTION = re.compile(r"Compiling entry function '(\w+)'")
 _STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
@@ -66,7 +64,7 @@ def parse_ptxas(report: str) -> dict[str, dict[str, int]]:
 def _cache_key(source: Path, arch: str, options: tuple[str, ...], nvcc: str) -> str:
     """Everything that decides the cubin: nvcc itself, the flags, the file and the headers it may include."""
     h = hashlib.sha256("\0".join([nvcc, str(Path(nvcc).stat().st_mtime_ns), arch, *NVCC_FLAGS, *options]).encode())
-    headers = [p for folder in (source.parent, SHARED_HEADERS) for ext in ("*.cuh", "*.h") for p in sorted(folder.glob(ext))]
+    headers = [p for folder in (source.parent, INCLUDE_DIR) for ext in ("*.cuh", "*.h") for p in sorted(folder.glob(ext))]
     for p in [source, *headers]:
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:24]
@@ -88,7 +86,7 @@ def compile_cubin(source: Path, out_dir: Path, arch: str = "sm_90", options: tup
         shutil.copyfile(cache / f"{key}.cubin", cubin)
         return Compiled(cubin=cubin, resources=json.loads((cache / f"{key}.json").read_text()))
     cmd = [nvcc, "-cubin", f"-arch={arch}", *NVCC_FLAGS, *options,
-           "-I", str(source.parent), "-I", str(SHARED_HEADERS), "-o", str(cubin), str(source)]
+           "-I", str(source.parent), "-I", str(INCLUDE_DIR), "-o", str(cubin), str(source)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     report = proc.stdout + proc.stderr
     if root is not None:

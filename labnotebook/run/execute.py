@@ -30,14 +30,14 @@ import numpy as np
 from ..errors import ExperimentError, NotebookError
 from ..records import Ceiling, Check, KernelInfo, LaunchShape, Provenance, Record, Resources, Row
 from . import phases
+from . import protocol
 from .compile import compile_cubin
 from .declare import Case, Experiment, Kernel, Launch, PythonKernel, Tolerances, Unavailable, Unsupported, tolerance_at
 from .device import describe, open_context
 from .draw import threads
-from .timing import GpuTimer, time_cpu
-from .verify import compare, compare_rowwise, reference_in_slices
-
-POISON_BYTE = 0xFF  # all-ones bytes are NaN in every float type, so an unwritten element fails.
+from .protocol import POISON_BYTE
+from .protocol.timing import GpuTimer, time_cpu
+from .protocol.verify import reference_in_slices, verify_outputs
 DIGEST_SLICE = 64 << 20
 REFERENCE_CAP = 16 << 30  # the most a kept float64 reference may take, on any machine
 
@@ -286,7 +286,7 @@ class Runner:
         return make
 
     # -- one case ----------------------------------------------------------------------------
-    def run_case(self, case: Case, timed: bool, seed: int) -> list[Row]:
+    def run_case(self, case: Case, timed: bool) -> list[Row]:
         exp = self.exp
         base = {"case": case.name, "params": case.params, "timed": timed,
                 "bytes": exp.bytes_moved(case) if exp.bytes_moved else None,
@@ -294,7 +294,7 @@ class Runner:
                 "intensity": exp.intensity(case) if exp.intensity else None}
         runnables = self.runnables()
         try:
-            rng = np.random.default_rng([exp.seed, seed])
+            rng = protocol.case_rng(exp, case)
             inputs = host_call(exp.inputs, "inputs", case, case, rng)
             reference, shapes = self.reference_and_shapes(case, inputs)
         except CaseError as e:
@@ -357,38 +357,35 @@ class Runner:
             return _update(row, **unmet)
         ins, outs = self.case_arrays.arrays(r.library)
         self._last_launch = None
-        step = r.what
         try:
             go = r.make(case, ins, outs)
-            if self._last_launch is not None:
-                row.launch = LaunchShape(tuple(int(g) for g in self._last_launch.grid),
-                                         tuple(int(b) for b in self._last_launch.block), self._last_launch.shared_bytes)
-            step = "the first run"
-            self.case_arrays.poison(r.device)
-            returned = go()
-            self._synchronize(r)
-            outputs = self.case_arrays.fetch(r.device, returned)
         except Unsupported as e:
-            return _update(row, status="skipped", error=f"unsupported: {e}" if r.library == "cuda" else str(e),
-                           unavailable=isinstance(e, Unavailable))
+            return _skipped(row, e, r.library)
         except Exception as e:
             self.check_context(f"{r.kind} {r.name}")
-            return _update(row, status="failed", error=_describe_error(e, step))
-        t0 = time.perf_counter()
+            return _update(row, status="failed", error=_describe_error(e, r.what))
+        if self._last_launch is not None:
+            row.launch = LaunchShape(tuple(int(g) for g in self._last_launch.grid),
+                                     tuple(int(b) for b in self._last_launch.block), self._last_launch.shared_bytes)
         try:
-            row.check, row.status, row.error = self._verify(outputs, inputs, reference, r.tolerance, case)
+            def fetch(returned):
+                self._synchronize(r)
+                return self.case_arrays.fetch(r.device, returned)
+            measured = protocol.measure(lambda: self.case_arrays.poison(r.device), go, fetch,
+                                        lambda outputs: self._verify(outputs, inputs, reference, r.tolerance, case),
+                                        lambda: self.timer.time(go) if r.device == "gpu" else time_cpu(go), time_it)
+        except Unsupported as e:
+            return _skipped(row, e, r.library)
+        except protocol.StepFailed as e:
+            self.check_context(f"{r.kind} {r.name}" if e.step == "the first run" else f"timing {r.kind} {r.name}")
+            return _update(row, status="failed", error=_describe_error(e.cause, e.step))
         except CaseError as e:
             return _update(row, status="failed", error=str(e))
         except (ValueError, KeyError) as e:  # outputs of the wrong shape, or missing
             return _update(row, status="failed", error=f"verification: {type(e).__name__}: {e}")
-        row.verify_s = round(time.perf_counter() - t0, 3)
-        row.digest = digest(outputs)
-        if row.ok and time_it:
-            try:
-                row.time = self.timer.time(go) if r.device == "gpu" else time_cpu(go)
-            except Exception as e:
-                self.check_context(f"timing {r.kind} {r.name}")
-                return _update(row, status="failed", error=_describe_error(e, "timing"))
+        row.check, row.status, row.error = measured.check, measured.status, measured.error
+        row.verify_s, row.time = measured.verify_s, measured.time
+        row.digest = digest(measured.outputs)
         return row
 
     def _synchronize(self, r: Runnable) -> None:
@@ -396,22 +393,13 @@ class Runner:
             self.context.synchronize()  # PyTorch shares this (primary) context and its default stream
 
     def transfer_rows(self, arrays: CaseArrays, base: dict) -> list[Row]:
-        """Host<->device copies from ordinary (pageable) NumPy arrays, as a naive program makes them."""
-        cuda = self.cuda
-
-        def h2d():
-            for name, a in arrays.inputs.items():
-                cuda.memcpy_htod(arrays.dev_in[name].gpudata, a)
-
-        def d2h():
-            for name, a in arrays.host_out.items():
-                cuda.memcpy_dtoh(a, arrays.dev_out[name].gpudata)
-
-        rows = []
-        for name, fn, host in (("h2d", h2d, arrays.inputs), ("d2h", d2h, arrays.host_out)):
-            rows.append(Row(kind="transfer", name=name, status="ok", memory="pageable", time=self.timer.time(fn),
-                            **{**base, "bytes": sum(a.nbytes for a in host.values()), "intensity": None}))
-        return rows
+        """The case's host<->device copies, as rows of their own."""
+        times = self.timer.copies(arrays.inputs, {k: a.gpudata for k, a in arrays.dev_in.items()},
+                                  arrays.host_out, {k: a.gpudata for k, a in arrays.dev_out.items()})
+        moved = {"h2d": arrays.inputs, "d2h": arrays.host_out}
+        return [Row(kind="transfer", name=name, status="ok", memory="pageable", time=t,
+                    **{**base, "bytes": sum(a.nbytes for a in moved[name].values()), "intensity": None})
+                for name, t in times.items()]
 
     # -- helpers -----------------------------------------------------------------------------
     def _launcher(self, k: Kernel, launch: Launch, buffers) -> Callable[[], None]:
@@ -433,19 +421,12 @@ class Runner:
 
     def _verify(self, outputs, inputs, reference, tolerance: Tolerances | None,
                 case: Case) -> tuple[Check, str, str | None]:
-        """The worst output's Check, the row's status, and the error naming every wrong output."""
+        """The protocol's verification, with the tolerance declared for this case."""
         tolerance = host_call(tolerance_at, "tolerance", case, tolerance or self.exp.tolerance, case)
-        names = list(self.exp.outputs)
-        if reference is None:  # a row-wise reference, computed slice by slice
-            def reference_slice(**rows):
-                return host_call(self.exp.reference, "reference", None, **rows)
-            checks = compare_rowwise({n: outputs[n] for n in names}, inputs, reference_slice, tolerance)
-        else:
-            checks = {n: compare(outputs[n], reference[n], tolerance) for n in names}
-        worst = max(checks.values(), key=lambda c: (c.bound_ratio, c.mismatches))
-        check = Check(**worst.as_record(), atol=tolerance.atol, rtol=tolerance.rtol)
-        bad = [c.describe(n) for n, c in checks.items() if not c.ok]
-        return check, "ok" if not bad else "failed", ("wrong answer: " + "; ".join(bad)) if bad else None
+
+        def reference_slice(**rows):  # a row-wise reference too big to keep, a slice at a time
+            return host_call(self.exp.reference, "reference", None, **rows)
+        return verify_outputs(outputs, list(self.exp.outputs), tolerance, reference, inputs, reference_slice)
 
     def check_context(self, where: str) -> None:
         """After an error, find out whether the context survived; if not, stop everything."""
@@ -466,6 +447,12 @@ def _update(row: Row, **fields) -> Row:
     for k, v in fields.items():
         setattr(row, k, v)
     return row
+
+
+def _skipped(row: Row, e: Unsupported, library: str) -> Row:
+    """A declared skip: a case the kernel does not take (Unsupported), or a machine that cannot run it."""
+    return _update(row, status="skipped", error=f"unsupported: {e}" if library == "cuda" else str(e),
+                   unavailable=isinstance(e, Unavailable))
 
 
 def _describe_error(e: Exception, step: str) -> str:
@@ -498,7 +485,7 @@ def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: Ceiling |
             rows: list[Row] = []
             for i, (case, is_timed) in enumerate(plan):
                 log(f"[{i + 1:>3}/{len(plan)}] {case.name}")
-                rows += runner.run_case(case, is_timed, seed=case_seed(exp, case))
+                rows += runner.run_case(case, is_timed)
         info = describe(runner.cuda, runner.device)
     finally:
         try:
@@ -509,8 +496,3 @@ def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: Ceiling |
                   ceiling=ceiling, kernels=runner.kernel_info, rows=rows, status="ok",
                   duration_s=round(time.perf_counter() - t0, 2))
 
-
-def case_seed(exp: Experiment, case: Case) -> int:
-    """Each case's inputs are drawn from their own stream, by position in the declaration, so
-    running a subset of cases (--case) draws the same inputs as a full run."""
-    return next(i for i, c in enumerate(exp.all_cases()) if c.name == case.name)

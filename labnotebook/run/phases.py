@@ -24,7 +24,7 @@ import numpy as np
 
 from ..records import Row
 from .declare import Case
-from .timing import stats
+from .protocol.timing import stats
 
 TIME_LIMIT_S = 300  # one fresh process: context, copies, kernel, teardown
 

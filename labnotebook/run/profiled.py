@@ -18,7 +18,8 @@ import numpy as np
 
 from .compile import compile_cubin
 from .declare import Case, Experiment, Unsupported
-from .execute import CaseArrays, CaseError, Runnable, Runner, case_seed, host_call
+from . import protocol
+from .execute import CaseArrays, CaseError, Runnable, Runner, host_call
 
 MARKER = "labnotebook_profile_marker"
 MARKER_SOURCE = Path(__file__).with_name("marker.cu")
@@ -59,7 +60,7 @@ def _profile_case(runner: Runner, case: Case, runnables: list[Runnable], marker,
     for r in runnables:
         cases[r.name] = case.name
     try:
-        inputs = host_call(exp.inputs, "inputs", case, case, np.random.default_rng([exp.seed, case_seed(exp, case)]))
+        inputs = host_call(exp.inputs, "inputs", case, case, protocol.case_rng(exp, case))
         _, shapes = runner.reference_and_shapes(case, inputs, keep=False)
         arrays = CaseArrays(runner.cuda, inputs, {n: np.empty(shapes[n], dt) for n, dt in exp.outputs.items()})
     except (CaseError, runner.cuda.Error) as e:

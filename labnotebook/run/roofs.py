@@ -1,5 +1,7 @@
-"""The FP32 compute roof for the roofline, measured beside the copy ceiling: ``fma_peak.cu``
-on every SM, as many threads as an SM holds, each running independent FMA chains."""
+"""The roofs every run is measured against, measured at the start of each build on each GPU:
+the device-to-device copy bandwidth (the ceiling of memory-bound kernels) and the FP32 FMA rate
+(``fma_peak.cu`` on every SM, as many threads as an SM holds, each running independent FMA
+chains). The ceilings' results are keyed on this file, ``fma_peak.cu`` and the protocol."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..records import Row
+from ..records import Provenance, Record, Row
 from .compile import compile_cubin
+from .protocol.timing import GpuTimer
 
 SOURCE = Path(__file__).with_name("fma_peak.cu")
 CHAINS = 8  # as fma_peak.cu's CHAINS
@@ -32,3 +35,23 @@ def fp32_fma_peak(cuda, timer, arch: str, sm_count: int, max_threads_per_sm: int
     return Row(kind="ceiling", name="fp32 fma", case=f"{blocks} blocks of {THREADS} threads",
                params={"device_index": device_index, "iterations": ITERATIONS, "chains": CHAINS},
                status="ok", timed=True, flops=2 * CHAINS * ITERATIONS * blocks * THREADS, time=timing)
+
+
+def measure_ceiling() -> Record:
+    """The roofs every run is measured against: the copy bandwidth and the FP32 FMA rate."""
+    from .device import describe, open_context
+
+    cuda, device, context = open_context()
+    try:
+        timer = GpuTimer(cuda)
+        ceiling, timing = timer.copy_bandwidth()
+        info = describe(cuda, device)
+        major, minor = device.compute_capability()
+        fma = fp32_fma_peak(cuda, timer, f"sm_{major}{minor}", info["sm_count"], info["max_threads_per_sm"],
+                            info["device_index"])
+    finally:
+        context.pop()
+    row = Row(kind="ceiling", name="copy", case="1 GiB device-to-device", params={"device_index": info["device_index"]},
+              status="ok", timed=True, bytes=ceiling.bytes, time=timing)
+    return Record(experiment="ceilings", title="Measured ceilings", gpu=info["gpu"], provenance=Provenance(**info),
+                  ceiling=ceiling, rows=[row, fma], status="ok")

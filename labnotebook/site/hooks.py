@@ -17,10 +17,10 @@ from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
 from labnotebook.errors import NotebookError
-from labnotebook.experiments import experiment_folders, source_files
+from labnotebook.experiments import experiment_folders
+from labnotebook.freshness import Keys
 from labnotebook.site import frontmatter, notebook
 from labnotebook.site.fmt import superscripts
-
 
 
 def _root(config) -> Path:
@@ -51,8 +51,11 @@ def on_page_markdown(markdown, page, config, files):
 
 
 def on_post_build(config):
-    site = Path(config.site_dir)
-    for name, folder in experiment_folders(_root(config) / "snippets").items():
-        for f in source_files(folder):
-            (site / "snippets" / name).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(f, site / "snippets" / name / f.name)
+    """Each experiment's files that ran (those of its key in its folder), for the pages to link."""
+    root, site = _root(config), Path(config.site_dir)
+    keys = Keys(root)
+    for name in experiment_folders(root / "snippets"):
+        for path in keys[name].files:
+            if path.startswith(f"snippets/{name}/"):
+                (site / path).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(root / path, site / path)

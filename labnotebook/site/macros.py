@@ -13,7 +13,6 @@ import logging
 from pathlib import Path
 
 from .. import metrics
-from ..experiments import source_files
 from ..store import CEILINGS
 from . import claims, dashboard as board, fmt, frontmatter, plots, profiles, tables
 from .claims import Side
@@ -100,13 +99,20 @@ def run_output(ctx, experiment, gpu=None):
 
 @macro("block")
 def sources(ctx, experiment):
-    """Links to the exact files that ran (copied into the site by the hooks), with their hash."""
-    folder = ctx.results.folder(experiment)
-    files = [p.name for p in source_files(folder)]
-    links = " · ".join(f'<a href="../snippets/{experiment}/{name}" download><code>{name}</code></a>'
-                       for name in files)
-    return (f'!!! abstract "Source files"\n    {links} — with the engine, they hash to '
-            f'`{ctx.results.hashes[experiment]}`: results made from exactly these files record the same hash.\n')
+    """Links to the exact files that ran (copied into the site by the hooks), the engine files
+    the results are keyed on besides them, and the key's hash."""
+    ctx.results.folder(experiment)
+    key = ctx.results.keys[experiment]
+    if key.error:
+        raise Problem("error", f"{experiment}: {key.error}", experiment)
+    here = f"snippets/{experiment}/"
+    links = " · ".join(f'<a href="../{path}" download><code>{path.removeprefix(here)}</code></a>'
+                       for path in sorted(key.files) if path.startswith(here))
+    engine = ", ".join(f"`{path.removeprefix('labnotebook/')}`" for path in sorted(key.files)
+                       if not path.startswith(here) and "/protocol/" not in path)
+    return (f'!!! abstract "Source files"\n    {links}. Its results are keyed on these, on {engine} and on the '
+            f"measurement protocol (`run/protocol/`): together they hash to `{key.digest}`, and results measured "
+            "from exactly these files record the same hash. An edit anywhere else stales nothing.\n")
 
 
 @macro("block")

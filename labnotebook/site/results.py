@@ -15,7 +15,7 @@ from pathlib import Path
 from .. import metrics
 from ..errors import NotebookError
 from ..experiments import experiment_folders, load
-from ..freshness import Stored, current_hashes
+from ..freshness import Keys, Stored
 from ..records import Record, Row
 from ..run.declare import Experiment
 from ..store import CEILINGS, Store
@@ -83,8 +83,8 @@ class View:
             text = f"{name} has no results on {self.gpu}; on that GPU run `{run_command(name)}`"
         else:
             date = s.record.provenance.date[:10] if s.record.provenance else "?"
-            text = (f"{name} on {self.gpu}: results are stale (its sources or the engine changed since they "
-                    f"were measured on {date}); run `{run_command(name)}`")
+            text = (f"{name} on {self.gpu}: results of {date} are stale ({s.reason()}); "
+                    f"on that GPU run `{run_command(name)}`")
         return Problem(s.state, text, name)
 
     def require(self) -> Record:
@@ -160,8 +160,9 @@ class Results:
         self._declarations: dict[str, Experiment] = {}
 
     @cached_property
-    def hashes(self) -> dict[str, str]:
-        return current_hashes(self.root)
+    def keys(self) -> Keys:
+        """What every experiment's results are keyed on now (read once per site build)."""
+        return Keys(self.root)
 
     @cached_property
     def folders(self) -> dict[str, Path]:
@@ -183,10 +184,10 @@ class Results:
         return self._declarations[experiment]
 
     def view(self, experiment: str, gpu: str) -> View:
-        if experiment not in self.hashes:
+        if experiment not in self.keys:
             raise Problem("absent", f"no experiment named {experiment!r} in snippets/ "
-                                    f"(have {', '.join(sorted(self.hashes))})", experiment)
+                                    f"(have {', '.join(sorted(self.keys.names()))})", experiment)
         key = (experiment, gpu)
         if key not in self._views:
-            self._views[key] = View(Stored.read(self.store, experiment, gpu, self.hashes[experiment]), self.root)
+            self._views[key] = View(Stored.read(self.store, experiment, gpu, self.keys), self.root)
         return self._views[key]

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..records import Ceiling, Timing
+from ...records import Ceiling, Timing
 
 FLUSH_BYTES = 256 << 20
 WARMUP_MS = 25.0
@@ -64,6 +64,20 @@ class GpuTimer:
             end.record()
         events[-1][1].synchronize()
         return stats([start.time_till(end) for start, end in events])
+
+    def copies(self, host_in: dict[str, np.ndarray], dev_in: dict, host_out: dict[str, np.ndarray],
+               dev_out: dict) -> dict[str, Timing]:
+        """Host-to-device copies of the inputs and device-to-host copies of the outputs, from and
+        to ordinary (pageable) NumPy arrays, as a naive program makes them; ``dev_*`` are device
+        pointers by the same names."""
+        def h2d():
+            for name, a in host_in.items():
+                self.cuda.memcpy_htod(dev_in[name], a)
+
+        def d2h():
+            for name, a in host_out.items():
+                self.cuda.memcpy_dtoh(a, dev_out[name])
+        return {"h2d": self.time(h2d), "d2h": self.time(d2h)}
 
     def copy_bandwidth(self, nbytes: int = 1 << 30) -> tuple[Ceiling, Timing]:
         """The ceiling for memory-bound kernels: a device-to-device copy, bytes read plus written."""

@@ -14,8 +14,9 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from .declare import Tolerance
-from .draw import threads
+from ...records import Check
+from ..declare import Tolerance
+from ..draw import threads
 
 SLICE = 1 << 21  # elements compared at a time by one thread
 
@@ -155,3 +156,19 @@ def compare_rowwise(outputs: Mapping[str, np.ndarray], inputs: Mapping[str, np.n
 
     parts = _map(one, starts)
     return {name: _merge([p[name] for p in parts], out.shape) for name, out in outputs.items()}
+
+
+def verify_outputs(outputs: Mapping[str, np.ndarray], names: list[str], tolerance: Tolerance,
+                   reference: Mapping[str, np.ndarray] | None, inputs: Mapping[str, np.ndarray],
+                   reference_slice: Callable[..., Mapping[str, np.ndarray]]) -> tuple[Check, str, str | None]:
+    """Every output checked: the worst one's ``Check``, the row's status, and an error naming every
+    wrong output. With no whole ``reference`` (a row-wise one too large to keep) each output is
+    checked against ``reference_slice`` computed a slice of rows at a time."""
+    if reference is None:
+        checks = compare_rowwise({n: outputs[n] for n in names}, inputs, reference_slice, tolerance)
+    else:
+        checks = {n: compare(outputs[n], reference[n], tolerance) for n in names}
+    worst = max(checks.values(), key=lambda c: (c.bound_ratio, c.mismatches))
+    check = Check(**worst.as_record(), atol=tolerance.atol, rtol=tolerance.rtol)
+    bad = [c.describe(n) for n, c in checks.items() if not c.ok]
+    return check, "ok" if not bad else "failed", ("wrong answer: " + "; ".join(bad)) if bad else None

@@ -1,0 +1,64 @@
+"""``build_results.py --check``: what is not fresh, why, and the command that fixes it. No GPU,
+no PyCUDA: it reads the committed results and hashes the sources, so CI runs it.
+
+A result on the reference GPU (``settings.gpu``) that is stale, failed, missing or unreadable is
+an error, and the check exits 1. Elsewhere a stale or missing result is a warning (the pages show
+it as such), a failed or unreadable one still an error. A draft entry's results are never
+required: its findings are warnings wherever they are. A profile that is not fresh is a warning:
+it is evidence beside the numbers, never a reason to distrust them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from . import settings
+from .freshness import Keys, Stored
+from .store import CEILINGS, Store
+
+@dataclass(frozen=True)
+class Finding:
+    level: Literal["error", "warning"]
+    experiment: str
+    gpu: str
+    what: str  # "stale", "failed", "missing", "corrupt", or "profile stale" and the like
+    why: str  # which files changed, why the run failed, ...
+    fix: str  # the command that fixes it, and where to run it
+
+    def line(self) -> str:
+        mark = "✗" if self.level == "error" else "!"
+        return f"{mark} {self.experiment} on {self.gpu}: {self.what}: {self.why}; fix: {self.fix}"
+
+
+def command(experiment: str, gpu: str, profile: bool = False) -> str:
+    """What re-makes a result, and on which GPU (any run re-measures the ceilings that are stale)."""
+    only = "" if experiment == CEILINGS else f" --only {experiment}"
+    force = " --force" if profile else ""
+    return f"on an {gpu}: `python build_results.py{only}{force}`"
+
+
+def findings(root: Path, store: Store) -> list[Finding]:
+    config, keys, drafts = settings.read(root), Keys(root), settings.drafts(root)
+    gpus = list(dict.fromkeys([config.gpu, *config.gpus,
+                               *(g for name in keys.names() for g in store.gpus(name, failures=True))]))
+    out = []
+    for name in keys.names():
+        for gpu in gpus:
+            stored = Stored.read(store, name, gpu, keys)
+            state = stored.state
+            required = gpu == config.gpu and name not in drafts
+            if state != "fresh":
+                if state == "missing" and gpu not in config.gpus:
+                    continue  # a GPU the pages do not show, with results for other experiments only
+                error = required or state in ("failed", "corrupt") and name not in drafts
+                out.append(Finding("error" if error else "warning", name, gpu, state, stored.reason(),
+                                   command(name, gpu)))
+            elif name != CEILINGS and stored.profile_state != "fresh":
+                profile = stored.record.profile
+                reason = (profile.reason if profile and profile.reason else
+                          "none on record" if profile is None else "the profiler pass changed since")
+                out.append(Finding("warning", name, gpu, f"profile {stored.profile_state}", reason,
+                                   command(name, gpu, profile=True)))
+    return out

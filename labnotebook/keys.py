@@ -1,0 +1,228 @@
+"""What a result is keyed on: every file whose edit could change one of its numbers, and no other.
+
+A result is fresh while the files of its key hash as they did when it was measured (asv keys a
+benchmark on its own source, Quarto's freeze re-runs a document when its source changes). Keys:
+
+- **an experiment**: its declaration (``experiment.py``), each kernel's source, its phase
+  program, the Python files of its folder that those import, the headers its kernels include
+  (found, as nvcc finds them, beside the including file, in the experiment's folder or in
+  ``labnotebook/run/include``), the engine modules its Python imports (within
+  ``labnotebook/run/``, and theirs in turn: the elementwise reference, cuBLAS with its math mode,
+  the random fills), ``run/phases.py`` where it declares a phase program, and the measurement
+  protocol (``labnotebook/run/protocol/``, with what it imports);
+- **the ceilings**: ``run/roofs.py``, ``run/fma_peak.cu`` and the protocol, with what they import;
+- **a profile**: the record it belongs to, plus the profiler pass (``PROFILER``).
+
+Everything else (the runner's bookkeeping in ``MECHANICS``, workers, scheduling, the store and
+its format, the CLI, the site) is provenance: each record names its git commit, and editing it
+stales nothing. Files are found from the declaration, never by listing a folder, so a scratch
+file, a cache or a build product beside the kernels changes no key; paths are relative to the
+project's root and contents are read with CRLF as LF, so a key is the same on every checkout.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from .errors import NotebookError
+
+PACKAGE = "labnotebook"
+PROTOCOL = "run/protocol"  # under the package: every file in it is in every key
+INCLUDE = "run/include"  # under the package: shared device headers, on every kernel's include path
+# Engine modules that carry numbers without deciding them: never keyed, even where imported.
+MECHANICS = frozenset({"run/__init__.py", "run/compile.py", "run/device.py", "run/execute.py", "run/worker.py",
+                       "run/profiled.py"})
+PHASES = "run/phases.py"  # the phase-program engine, for experiments that declare one
+CEILINGS = ("run/roofs.py", "run/fma_peak.cu")
+PROFILER = ("profile.py", "run/profiled.py", "run/marker.cu")  # under the package
+
+_INCLUDE = re.compile(rb'^\s*#\s*include\s*([<"])([^">]+)[">]', re.MULTILINE)
+
+
+def file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes().replace(b"\r\n", b"\n")).hexdigest()[:16]
+
+
+def digest(files: Mapping[str, str]) -> str:
+    """One hash of a key's files: their paths and content hashes, in path order."""
+    h = hashlib.sha256()
+    for path in sorted(files):
+        h.update(f"{path}\0{files[path]}\0".encode())
+    return h.hexdigest()[:16]
+
+
+def changed(recorded: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
+    """The paths whose hash differs between two keys' files: edited, added or removed."""
+    return sorted(p for p in set(recorded) | set(now) if recorded.get(p) != now.get(p))
+
+
+@dataclass(frozen=True)
+class Key:
+    """The files a result was, or would now be, measured from: path under the root -> hash.
+    ``error`` says why no key could be made (a declaration that does not load)."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def digest(self) -> str | None:
+        return None if self.error else digest(self.files)
+
+
+class Sources:
+    """Finds the files of keys under one project root. The engine is read from the root's own
+    ``labnotebook/`` where it has one (a copy of the project keys its own engine), else from the
+    installed package."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        own = root / PACKAGE
+        self.package = own if (own / "__init__.py").is_file() else Path(__file__).resolve().parent
+
+    # -- paths -----------------------------------------------------------------------------------
+    def name(self, path: Path) -> str:
+        """A file's path in a key: relative to the root, with the engine always under ``labnotebook/``."""
+        # Not resolved: a root whose folders are links (a test's copy of the project) names
+        # its files as its own.
+        plain = Path(os.path.normpath(path.absolute()))
+        if plain.is_relative_to(self.root.absolute()):
+            return plain.relative_to(self.root.absolute()).as_posix()
+        return f"{PACKAGE}/{path.resolve().relative_to(self.package.resolve()).as_posix()}"
+
+    def engine(self, relative: str) -> Path:
+        return self.package / relative
+
+    def key(self, paths: Iterable[Path]) -> Key:
+        return Key({self.name(p): file_hash(p) for p in paths})
+
+    # -- what each kind of result is keyed on ------------------------------------------------------
+    def protocol(self) -> list[Path]:
+        return sorted(p for p in self.engine(PROTOCOL).rglob("*.py") if "__pycache__" not in p.parts)
+
+    def experiment(self, folder: Path) -> Key:
+        """An experiment's key, from its declaration; a Key with ``error`` if it does not load."""
+        from .experiments import load
+
+        try:
+            exp = load(folder)
+        except NotebookError as e:
+            return Key(error=str(e))
+        roots = [folder / "experiment.py", *(folder / k.source for k in exp.kernels)]
+        if exp.phases:
+            roots += [folder / exp.phases.source, self.engine(PHASES)]
+        return self.key(self.closure(roots + self.protocol(), folder))
+
+    def ceilings(self) -> Key:
+        return self.key(self.closure([self.engine(f) for f in CEILINGS] + self.protocol(), None))
+
+    def profiler(self) -> Key:
+        return self.key(self.engine(f) for f in PROFILER)
+
+    # -- following includes and imports --------------------------------------------------------
+    def closure(self, roots: list[Path], folder: Path | None) -> set[Path]:
+        """``roots`` and every file they include or import that is keyed, transitively."""
+        seen: set[Path] = set()
+        todo = [p for p in roots if p.is_file()]
+        while todo:
+            path = todo.pop()
+            if path in seen:
+                continue
+            seen.add(path)
+            found = self.includes(path, folder) if path.suffix in (".cu", ".cuh", ".h") else \
+                self.imports(path, folder) if path.suffix == ".py" else []
+            todo += [p for p in found if p not in seen]
+        return seen
+
+    def includes(self, path: Path, folder: Path | None) -> list[Path]:
+        """The headers a CUDA file includes that are ours: beside it (quoted only), in the
+        experiment's folder or in the shared include folder, in nvcc's order. System headers
+        are not found there and are left out."""
+        out = []
+        for quote, name in _INCLUDE.findall(path.read_bytes()):
+            where = ([path.parent] if quote == b'"' else []) + ([folder] if folder else []) + [self.engine(INCLUDE)]
+            hit = next((d / name.decode() for d in where if (d / name.decode()).is_file()), None)
+            if hit:
+                out.append(hit)
+        return out
+
+    def imports(self, path: Path, folder: Path | None) -> list[Path]:
+        """The keyed Python files ``path`` imports: files of the experiment's folder, and engine
+        modules under ``labnotebook/run/`` (not MECHANICS; re-exports followed to where a name
+        is defined)."""
+        try:
+            tree = ast.parse(path.read_bytes(), filename=str(path))
+        except SyntaxError:
+            return []  # it cannot run either; the run will say so
+        package = self._package_of(path)
+        out: list[Path] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    out += self._module(alias.name, [], package, 0, folder)
+            elif isinstance(node, ast.ImportFrom):
+                out += self._module(node.module or "", [a.name for a in node.names], package, node.level, folder)
+        return [p for p in out if self._keyed(p)]
+
+    def _package_of(self, path: Path) -> str | None:
+        """``labnotebook.run`` for an engine file, for resolving its relative imports."""
+        try:
+            parts = path.resolve().relative_to(self.package.resolve()).parts[:-1]
+        except ValueError:
+            return None
+        return ".".join((PACKAGE, *parts))
+
+    def _module(self, module: str, names: list[str], package: str | None, level: int,
+                folder: Path | None) -> list[Path]:
+        if level:  # relative: only engine files import this way
+            if package is None:
+                return [folder / f"{n}.py" for n in names if folder] if not module else \
+                    ([folder / f"{module}.py"] if folder else [])
+            base = package.split(".")[:len(package.split(".")) - (level - 1)]
+            module = ".".join(base + ([module] if module else []))
+        if module.split(".")[0] != PACKAGE:
+            local = folder / f"{module.split('.')[0]}.py" if folder and module else None
+            return [local] if local and local.is_file() else []
+        return self._engine_names(module, names)
+
+    def _engine_names(self, module: str, names: list[str]) -> list[Path]:
+        """The engine files that define ``names`` of ``module`` (or the module itself)."""
+        base = self.package.joinpath(*module.split(".")[1:])
+        if base.with_suffix(".py").is_file():
+            return [base.with_suffix(".py")]
+        init = base / "__init__.py"
+        if not init.is_file():
+            return []
+        out = []
+        for name in names or []:
+            if (base / f"{name}.py").is_file():
+                out.append(base / f"{name}.py")
+            elif (base / name / "__init__.py").is_file():
+                out.append(base / name / "__init__.py")
+            else:
+                out += self._reexported(init, module, name)
+        return out
+
+    def _reexported(self, init: Path, module: str, name: str) -> list[Path]:
+        """Where a package's ``__init__`` gets ``name`` from; the ``__init__`` itself if it defines it."""
+        for node in ast.parse(init.read_bytes()).body:
+            if isinstance(node, ast.ImportFrom) and any(a.asname == name or a.name == name for a in node.names):
+                return self._module(node.module or "", [name], module, node.level, None)
+        return [init]
+
+    def _keyed(self, path: Path) -> bool:
+        """Experiment files always; engine files under run/ unless they are mechanics."""
+        try:
+            relative = path.resolve().relative_to(self.package.resolve()).as_posix()
+        except ValueError:
+            return path.is_file()
+        return relative.startswith("run/") and relative not in MECHANICS and path.is_file()
+
+
+def experiment_key(root: Path, folder: Path) -> Key:
+    return Sources(root).experiment(folder)
