@@ -2,11 +2,15 @@
 
 A *timed* job (an experiment's run, a ceiling measurement) has its GPU to itself, since anything
 beside it would disturb its timings. An *untimed* job (a compute-sanitizer pass, which only
-verifies) may share a GPU with other untimed jobs, up to ``shared_slots`` at once. Timed jobs go
-first, longest first (the estimate is the last run's duration), so a node finishes about when
-its longest experiment does; untimed jobs fill GPUs that have no timed job left to take. A job
-may be pinned to one GPU (each GPU measures its own ceiling) and may add follow-up jobs when it
-finishes (an experiment's sanitizer passes, once its run has succeeded).
+verifies) may share a GPU with other untimed jobs, up to ``shared_slots`` at once. A job may be
+pinned to one GPU (each GPU measures its own ceiling) and may add follow-up jobs when it
+finishes (an experiment's sanitizer passes and its profile, once its run has succeeded).
+
+Follow-ups go before any job not yet started: an experiment is finished, and its results
+written, before another one starts, so a build that is stopped keeps every experiment it got
+through. Among the jobs that may go, timed ones go first, longest first (the estimate is the
+last run's duration), so a node finishes about when its longest experiment does; untimed jobs
+fill GPUs that have no timed job left to take.
 
 Jobs run in threads that each wait on a worker process; this module never touches a GPU and is
 tested on the CPU with stand-in jobs.
@@ -31,6 +35,7 @@ class Job:
     then: Callable[[Any], list["Job"]] | None = None
     # Filled in as it runs.
     ran_on: int | None = field(default=None, init=False)
+    follow_up: bool = field(default=False, init=False)  # added by another job's ``then``
 
 
 class Scheduler:
@@ -54,7 +59,9 @@ class Scheduler:
             self.running[job.ran_on].remove(job)
             self.on_event(f"GPU {job.ran_on}: done  {job.label}")
             if job.then is not None:
-                self.pending += job.then(result)
+                for follow_up in job.then(result):
+                    follow_up.follow_up = True
+                    self.pending.append(follow_up)
 
     def _dispatch(self) -> None:
         for g in self.gpus:
@@ -64,6 +71,7 @@ class Scheduler:
     def _next_for(self, g: int) -> Job | None:
         here = self.running[g]
         mine = [j for j in self.pending if j.gpu in (None, g)]
+        mine = [j for j in mine if j.follow_up] or mine  # finish what was started first
         timed = [j for j in mine if j.timed]
         # A timed job waits for a free GPU; while timed work is waiting anywhere, this GPU
         # takes no new untimed job, so that it drains for the timed one.

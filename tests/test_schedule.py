@@ -100,3 +100,21 @@ def test_each_gpu_gets_its_own_share_of_the_cores(monkeypatch):
     env = orchestrate.worker_env(2, shares[2])
     assert env["CUDA_VISIBLE_DEVICES"] == "2" and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     assert env["NOTEBOOK_CPUS"].split(",")[0] == str(shares[2][0])
+
+
+def test_an_experiment_is_finished_before_the_next_one_starts():
+    """Its sanitizer passes and its profile go before another experiment's run, so that a build
+    stopped part-way keeps every experiment it got through."""
+    clock = Clock()
+
+    def follow_ups(result):
+        return ([clock.job(f"{result}:{tool}", 0.02, timed=False) for tool in ("memcheck", "racecheck")]
+                + [clock.job(f"{result}:profile", 0.02)])
+    jobs = [clock.job(f"exp{i}", 0.03 + 0.01 * i, then=follow_ups) for i in range(3)]
+    Scheduler([0], shared_slots=2).run(jobs)
+    order = [s[0] for s in sorted(clock.spans, key=lambda s: s[3])]
+    starts = [order.index(f"exp{i}") for i in (2, 1, 0)]  # longest first
+    for before, after in zip(starts, starts[1:]):
+        name = order[before]
+        assert all(order.index(f"{name}:{t}") < after for t in ("memcheck", "racecheck", "profile")), order
+    check_rules(clock, slots=2)
