@@ -50,7 +50,7 @@ class Side:
         pct = metrics.pct_of_ceiling(self.row(), self.view.record)
         if pct is None:
             raise Problem("absent", f"{self.describe()} is not GPU memory traffic: it has no % of the copy "
-                                    "bandwidth", self.view.experiment)
+                                    "bandwidth", self.view.experiment, self.view.gpu)
         return pct
 
     def figure(self, by: str) -> str:

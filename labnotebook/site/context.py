@@ -5,7 +5,9 @@ A macro is a plain function ``fn(ctx, *args)`` returning Markdown. ``@macro("blo
 unreadable results; a failed, skipped or never-timed row; a row that does not exist; a claim
 the data contradicts) becomes a visible marker where the number would be, and a warning naming
 the page and the macro call, so ``mkdocs build --strict`` fails while ``mkdocs serve`` still
-shows the page. On a draft page the same problems are only logged at INFO.
+shows the page. On a draft page, for a missing profile, and for results that are stale or
+missing on a GPU other than the reference one, the same marker is shown and the problem is only
+logged at INFO (``Context.lenient``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ class Context:
     """What every macro shares: the results, the GPUs, the page being rendered, where to report."""
 
     results: Results
-    gpu: str  # the GPU whose results pages show unless a macro names another
+    gpu: str  # the reference GPU: pages show its results unless a macro names another
     gpus: list[str]  # every GPU a side-by-side table or the dashboard shows, in order
     warn: Callable[[str], None]  # a problem on a published page: fails --strict
     info: Callable[[str], None] = lambda message: None  # the same on a draft page
@@ -48,9 +50,22 @@ class Context:
     def call(self) -> str:
         return self._calls[-1][0] if self._calls else "?"
 
-    def lenient(self, problem: Problem) -> bool:
-        """Whether a problem is only information: on a draft page, or about a draft entry."""
+    def in_draft(self, problem: Problem) -> bool:
+        """Whether a problem is on a draft page, or about a draft entry."""
         return self.draft or problem.experiment in self.drafts
+
+    def lenient(self, problem: Problem) -> bool:
+        """Whether a problem is only information (logged, marked, never failing ``--strict``): in a
+        draft; a profile not on record (evidence beside the numbers, not a number); or results
+        that are stale or missing on a GPU other than the reference one, ``self.gpu``."""
+        if self.in_draft(problem) or problem.kind == "unprofiled":
+            return True
+        if problem.gpu in (None, self.gpu) or problem.experiment is None:
+            return False
+        try:
+            return self.results.view(problem.experiment, problem.gpu).state in ("stale", "missing")
+        except Problem:
+            return False
 
     def report(self, problem: Problem) -> None:
         """Log a problem once per page, naming the page and the first macro call that met it."""
@@ -130,8 +145,8 @@ def marker(ctx: Context, problem: Problem, kind: str = "inline") -> str:
     """In place of the macro's output."""
     ctx.report(problem)
     if kind == "inline":
-        return markers.inline(problem, ctx.lenient(problem))
-    return markers.box(problem, ctx.lenient(problem), ctx.boxed_before(problem))
+        return markers.inline(problem, ctx.in_draft(problem))
+    return markers.box(problem, ctx.in_draft(problem), ctx.boxed_before(problem))
 
 
 def mark(ctx: Context, problem: Problem, out: str, kind: str = "inline") -> str:
@@ -139,4 +154,4 @@ def mark(ctx: Context, problem: Problem, out: str, kind: str = "inline") -> str:
     ctx.report(problem)
     if kind == "inline":
         return out + markers.tag(problem)
-    return markers.box(problem, ctx.lenient(problem), ctx.boxed_before(problem)) + "\n" + out
+    return markers.box(problem, ctx.in_draft(problem), ctx.boxed_before(problem)) + "\n" + out

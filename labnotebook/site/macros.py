@@ -223,14 +223,14 @@ def roofline(ctx, tensor=None):
         if fma is None or copy is None:
             lacking = "FP32 FMA rate" if fma is None else "copy bandwidth"
             raise Problem("absent", f"the ceilings on {gpu} hold no {lacking} (measured by runs since the "
-                                    f"roofline was added): run `{run_command(CEILINGS)}` there", CEILINGS)
+                                    f"roofline was added): run `{run_command(CEILINGS)}` there", CEILINGS, gpu)
         roofs = {"FP32 FMA (CUDA cores)": fma}
         if tensor:
             experiment, names = tensor
             rows = [r for r in ctx.view(experiment, gpu).require().rows
                     if r.name in names and r.ok and r.time and r.flops]
             if not rows:
-                raise Problem("absent", f"{experiment} on {gpu} has no timed row of {', '.join(names)}", experiment)
+                raise Problem("absent", f"{experiment} on {gpu} has no timed row of {', '.join(names)}", experiment, gpu)
             best_row = max(rows, key=lambda r: metrics.throughput(r)[0])
             roofs[f"fp16 tensor cores: best of {best_row.name}"] = metrics.throughput(best_row)[0]
         charts.append(plots.figure(plots.roofline(gpu, copy, roofs, _roof_points(ctx, gpu))))
@@ -323,7 +323,7 @@ def ceiling(ctx, experiment, gpu=None):
     record = ctx.view(experiment, gpu).require()
     gbs = metrics.ceiling_gbs(record)
     if gbs is None:
-        raise Problem("absent", f"{experiment} on {record.gpu} recorded no copy ceiling", experiment)
+        raise Problem("absent", f"{experiment} on {record.gpu} recorded no copy ceiling", experiment, record.gpu)
     return fmt.rate(gbs, "GB/s")
 
 

@@ -94,10 +94,10 @@ def bandwidth_sweep(view: View, names: list[str], size_param: str, cases: list[s
             lines[name] = rows
         else:
             note(Problem("absent", f"{view.experiment} on {view.gpu}: no timed {name!r} to plot against "
-                                   f"{size_param}", view.experiment))
+                                   f"{size_param}", view.experiment, view.gpu))
     if not lines:
         raise Problem("absent", f"{view.experiment} on {view.gpu}: nothing to plot against {size_param}",
-                      view.experiment)
+                      view.experiment, view.gpu)
     plotted = [r for rows in lines.values() for r in rows]
     unit = metrics.throughput(plotted[0])[1]
     with plt.rc_context(STYLE):

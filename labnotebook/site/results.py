@@ -29,11 +29,12 @@ class Problem(Exception):
     """A result a page needs cannot be trusted or does not exist. ``kind`` is one of
     STATE_KINDS (the experiment's results on a GPU) or ROW_KINDS (one row, or a claim)."""
 
-    def __init__(self, kind: str, message: str, experiment: str | None = None):
+    def __init__(self, kind: str, message: str, experiment: str | None = None, gpu: str | None = None):
         assert kind in STATE_KINDS + ROW_KINDS, kind
         super().__init__(message)
         self.kind = kind
         self.experiment = experiment
+        self.gpu = gpu  # the GPU whose results it is about, where one is
 
 
 def run_command(experiment: str) -> str:
@@ -85,7 +86,7 @@ class View:
             date = s.record.provenance.date[:10] if s.record.provenance else "?"
             text = (f"{name} on {self.gpu}: results of {date} are stale ({s.reason()}); "
                     f"on that GPU run `{run_command(name)}`")
-        return Problem(s.state, text, name)
+        return Problem(s.state, text, name, self.gpu)
 
     def require(self) -> Record:
         """The record to draw from, or the Problem that there is none."""
@@ -113,11 +114,11 @@ class View:
         if row.status == "failed":
             raise self.failure(row)
         if row.status == "skipped":
-            raise Problem("skipped", f"{where} was skipped: {row.error}", self.experiment)
+            raise Problem("skipped", f"{where} was skipped: {row.error}", self.experiment, self.gpu)
         if row.status == "xfail":
-            raise Problem("row failed", f"{where} failed, as declared: {row.error}", self.experiment)
+            raise Problem("row failed", f"{where} failed, as declared: {row.error}", self.experiment, self.gpu)
         if row.time is None:
-            raise Problem("untimed", f"{where} was verified but never timed (not a timed case)", self.experiment)
+            raise Problem("untimed", f"{where} was verified but never timed (not a timed case)", self.experiment, self.gpu)
         return row
 
     def pick(self, case: str, among: list[str] | str = "kernel", slowest: bool = False) -> Row:
@@ -127,7 +128,7 @@ class View:
                 and (r.kind == among if isinstance(among, str) else r.name in among)]
         if not rows:
             raise Problem("absent", f"{self.experiment} on {self.gpu} has no verified, timed row "
-                                    f"({among}) at {case!r}", self.experiment)
+                                    f"({among}) at {case!r}", self.experiment, self.gpu)
         return (max if slowest else min)(rows, key=metrics.median_ms)
 
     def rows(self, kind: str | None = None, timed: bool = True) -> list[Row]:
@@ -138,7 +139,7 @@ class View:
         """A whole program's phases at ``case``, each verified and timed (a Problem otherwise)."""
         names = [r.name for r in self.rows("phase") if r.case == case]
         if not names:
-            raise Problem("absent", f"{self.experiment} on {self.gpu} has no phase rows at {case!r}", self.experiment)
+            raise Problem("absent", f"{self.experiment} on {self.gpu} has no phase rows at {case!r}", self.experiment, self.gpu)
         return [self.timed(n, case) for n in names]
 
     def names(self) -> list[str]:

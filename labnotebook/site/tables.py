@@ -80,7 +80,7 @@ def results_table(view: View, note: Note, cases: list[str] | None = None, names:
                     base = record.row(baseline, case)
                     if base is None:  # a misspelt baseline must not pass as "–"
                         note(Problem("absent", f"{view.experiment} has no {baseline!r} at {case} on {view.gpu}",
-                                     view.experiment))
+                                     view.experiment, view.gpu))
                     elif base.status == "failed":
                         note_failure(view, base, note)
                     cells.append(_versus(row, base, percent))
