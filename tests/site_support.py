@@ -150,6 +150,10 @@ Median at the headline: {{{{ value("{name}", "1_copy", "2^20") }}}}.
 The kernel is {{{{ compare("{name}", "2^20", "1_copy", "torch") }}}}.
 
 {{{{ entry_results("{name}", baseline="torch") }}}}
+
+On every GPU:
+
+{{{{ gpu_table("{name}", "2^20", ["1_copy", "torch"]) }}}}
 """
 
 
@@ -203,10 +207,12 @@ def record(experiment: str, gpu: str, source_hash: str, rows_, **extra):
                   duration_s=1.0, source_hash=source_hash, **extra)
 
 
-def fixture_project(dst: Path, states=STATES, drafts: tuple[str, ...] = ()) -> Path:
+def fixture_project(dst: Path, states=STATES, drafts: tuple[str, ...] = (), on: str = H100) -> Path:
     """A project with one copy of the tiny experiment per state, each with a page (``drafts``
-    marked ``draft: true``), the real index and dashboard, and results on both GPUs: fresh on the
-    H200, in the experiment's state on the H100."""
+    marked ``draft: true``), the real index and dashboard, and results on both GPUs: in the
+    experiment's state on the GPU ``on`` (the H100, the reference GPU, unless named), fresh on
+    the other."""
+    other = H200 if on == H100 else H100
     snippets = dst / "snippets"
     for name in states:
         shutil.copytree(TINY, snippets / name)
@@ -226,18 +232,18 @@ def fixture_project(dst: Path, states=STATES, drafts: tuple[str, ...] = ()) -> P
         return r
 
     for name in states:
-        store.write(keyed(name, H200, rows()))
+        store.write(keyed(name, other, rows()))
         if name == "missing":
             continue
         if name == "failed_headline" or name == "failed_other":
             failed = ("1_copy", "2^20") if name == "failed_headline" else ("torch", "small")
-            store.write(keyed(name, H100, rows(), fresh=False))
-            store.write_failure(keyed(name, H100, rows(failed=failed), error="1 row failed",
+            store.write(keyed(name, on, rows(), fresh=False))
+            store.write_failure(keyed(name, on, rows(failed=failed), error="1 row failed",
                                       failed_at="2026-11-21T06:00:00+00:00"))
         else:
-            store.write(keyed(name, H100, rows(), fresh=name != "stale"))
+            store.write(keyed(name, on, rows(), fresh=name != "stale"))
         if name == "corrupt":
-            store.path(name, H100).write_text('{"format": "labnotebook-results/2", "rows": [')
+            store.path(name, on).write_text('{"format": "labnotebook-results/2", "rows": [')
     for gpu in (H100, H200):  # the copy ceilings, for the GPU page's table
         store.write(keyed("ceilings", gpu, []))
     return dst

@@ -101,6 +101,37 @@ def test_the_strict_build_of_that_site_fails_naming_every_page(faults):
     assert strict.warned("dashboard.md: dashboard(): ")
 
 
+def test_stale_or_missing_results_on_another_gpu_are_marked_and_fail_nothing(tmp_path):
+    root = fixture_project(tmp_path, states=("fresh", "stale", "missing"), on=H200)
+    strict = build(root, strict=True)
+    assert strict.ok, strict.warnings
+    for state in ("stale", "missing"):
+        h200 = strict.text(state).split("On every GPU:")[1]
+        assert MARKERS[state] in h200 or "No results" in h200 or "Stale results" in h200, (state, h200[:300])
+        assert f"Median at the headline: 8.00 µs." in strict.text(state)  # the reference GPU's, fresh
+    assert "⚠" in strict.text("dashboard").split(" stale 1_copy ")[1][:200]
+
+
+@pytest.mark.parametrize("state", ["failed_headline", "corrupt"])
+def test_a_failed_or_unreadable_result_on_another_gpu_still_fails_strict(tmp_path, state):
+    root = fixture_project(tmp_path, states=("fresh", state), on=H200)
+    strict = build(root, strict=True)
+    assert not strict.ok and strict.warned(f"{state}.md: ")
+
+
+def test_a_missing_profile_is_marked_and_fails_nothing(tmp_path):
+    root = fixture_project(tmp_path, states=("fresh",))
+    page = root / "docs" / "fresh.md"
+    page.write_text(page.read_text() + '\n{{ profile("fresh") }}\n')
+    store = Store(root / "results")
+    record = store.read("fresh", H100)
+    record.profile = None
+    store.write(record)
+    strict = build(root, strict=True)
+    assert strict.ok, strict.warnings
+    assert "⚠ no profile" in strict.text("fresh") or "No profile" in strict.text("fresh")
+
+
 # -- drafts ---------------------------------------------------------------------------------------------
 
 def test_a_draft_without_results_builds_strict_until_it_is_published(tmp_path):
