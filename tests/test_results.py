@@ -51,8 +51,9 @@ def test_every_experiment_is_fresh_verified_and_sanitized(name, gpu):
     assert kernels, (f"no kernel of {name} ran on {gpu}" + (f": {unavailable.error}; give that GPU machine what it "
                      f"lacks and run `python build_results.py --only {name} --force` there" if unavailable else ""))
     assert all(r.status in ("ok", "xfail") for r in record.rows if r.status != "skipped")
-    assert record.sanitizer, f"{name} on {gpu} has no compute-sanitizer verdicts"
     cuda = [k.name for k in exp.kernels if not k.source.endswith(".py")]
+    # Python-DSL kernels only (cuTile): no sanitizer frame would name them, so the pass does not run.
+    assert record.sanitizer or not cuda, f"{name} on {gpu} has no compute-sanitizer verdicts"
     for kernel in cuda:
         verdicts = record.sanitizer[kernel]
         expected = exp.kernel(kernel).expected_failure
