@@ -52,7 +52,8 @@ def test_results_without_a_profile_pass_are_marked_and_only_noted(ctx):
 def test_a_cuda_kernel_the_pass_could_not_profile_is_a_problem_a_cpu_baseline_is_not(ctx):
     p = ctx.view("fresh").stored.record.profile
     broken = ProfilePass("ok", profiles={"1_copy": Profile("2^20", error="ncu saw no GPU kernel in its launch"),
-                                         "numpy": Profile("2^20", error="runs on the CPU: no GPU kernel to profile")})
+                                         "numpy": Profile("2^20", error="runs on the CPU: no GPU kernel to profile")},
+                         sources=p.sources)
     ctx.view("fresh").stored.record.profile = broken
     try:
         out = macros.profile(ctx, "fresh")
@@ -65,7 +66,7 @@ def test_a_cuda_kernel_the_pass_could_not_profile_is_a_problem_a_cpu_baseline_is
 def _view(a: KernelProfile, b: KernelProfile) -> View:
     rec = record("x", H100, "h", rows(), profile=ProfilePass("ok", profiles={
         "1_slow": Profile("2^20", [a]), "2_fast": Profile("2^20", [b])}))
-    return View(Stored("x", H100, rec, None, "h"))
+    return View(Stored("x", H100, rec, None, None))  # no key: stale, and its profile shown as it is
 
 
 def test_the_gain_sentence_takes_every_direction_from_the_data():
@@ -119,3 +120,17 @@ def test_a_roofline_without_a_measured_compute_roof_is_a_marker(ctx, root):
     _roofs(root, H100, with_fma=False)
     out = macros.roofline(Context(Results(root), H100, [H100], warn=ctx.warnings.append, info=lambda m: None).at("p.md"))
     assert "No such result" in out and "FP32 FMA" in out and ctx.warnings
+
+
+def test_a_profile_older_than_the_profiler_pass_is_marked_as_stale(ctx):
+    import dataclasses
+
+    record = ctx.view("fresh").stored.record
+    kept = record.profile
+    record.profile = dataclasses.replace(kept, sources={"labnotebook/profile.py": "0" * 16})
+    try:
+        out = macros.profile(ctx, "fresh")
+        assert "the profile is stale" in out and "memory-bound" not in out
+        assert not ctx.warnings and any("profile is stale" in m for m in ctx.infos)
+    finally:
+        record.profile = kept

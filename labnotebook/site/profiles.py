@@ -1,6 +1,8 @@
 """What Nsight Compute saw: a table per entry, the sentences that explain each rung's gain by
 its profile, and each kernel's limiter. All drawn from ``Record.profile``; a record without a
-profile pass, or a CUDA kernel without a profile, is a Problem like any missing number."""
+profile pass, a profile older than the profiler pass, or a CUDA kernel without a profile, is a
+Problem: marked where the profile would be, and only noted (a profile explains the numbers, it
+does not make them)."""
 
 from __future__ import annotations
 
@@ -48,6 +50,9 @@ def require_pass(view: View) -> Record:
                                 f"`{run_command(view.experiment)} --force` on a GPU with ncu", view.experiment)
     if p.status != "ok":
         raise Problem("unprofiled", f"{where}: the profile pass {p.status}: {p.reason}", view.experiment)
+    if view.state == "fresh" and view.stored.profile_state == "stale":  # a stale record says so itself
+        raise Problem("unprofiled", f"{where}: the profile is stale (the profiler pass changed since it was "
+                                    f"taken): run `{run_command(view.experiment)} --force`", view.experiment)
     return record
 
 
