@@ -179,10 +179,9 @@ class Sources:
 
     def _module(self, module: str, names: list[str], package: str | None, level: int,
                 folder: Path | None) -> list[Path]:
-        if level:  # relative: only engine files import this way
+        if level:  # relative: engine files import this way; an experiment's files are not a package
             if package is None:
-                return [folder / f"{n}.py" for n in names if folder] if not module else \
-                    ([folder / f"{module}.py"] if folder else [])
+                return []
             base = package.split(".")[:len(package.split(".")) - (level - 1)]
             module = ".".join(base + ([module] if module else []))
         if module.split(".")[0] != PACKAGE:
@@ -222,7 +221,3 @@ class Sources:
         except ValueError:
             return path.is_file()
         return relative.startswith("run/") and relative not in MECHANICS and path.is_file()
-
-
-def experiment_key(root: Path, folder: Path) -> Key:
-    return Sources(root).experiment(folder)
