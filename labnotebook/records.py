@@ -165,8 +165,14 @@ class KernelProfile:
     grid: str | None = None
     block: str | None = None
     # Warp-stall reasons, each as its share of all stall cycles per issued instruction
-    # (``smsp__average_warps_issue_stalled_*_per_issue_active``), largest first.
+    # (``smsp__average_warps_issue_stalled_*_per_issue_active``). Files keep them sorted by
+    # name, like every key: ``by_share`` is the order to read them in.
     stalls: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def by_share(self) -> list[tuple[str, float]]:
+        """The stall reasons, the largest share first."""
+        return sorted(self.stalls.items(), key=lambda kv: (-kv[1], kv[0]))
 
     @property
     def limiter(self) -> str | None:

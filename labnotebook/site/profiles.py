@@ -71,7 +71,7 @@ def _pct(x: float | None) -> str:
 
 
 def _stalls(k: KernelProfile, top: int = 2) -> str:
-    return "; ".join(f"{stall(r)} {fmt.percent(100 * s)}" for r, s in list(k.stalls.items())[:top]) or "–"
+    return "; ".join(f"{stall(r)} {fmt.percent(100 * s)}" for r, s in k.by_share[:top]) or "–"
 
 
 def limiter(k: KernelProfile) -> str:
@@ -123,9 +123,9 @@ def gain(view: View, a: str, b: str) -> str:
             verb = "rises" if y > x + 0.5 else "falls" if y < x - 0.5 else "stays"
             parts.append(f"{label} {verb} from {fmt.percent(x)} to {fmt.percent(y)} of peak" if verb != "stays"
                          else f"{label} stays at {fmt.percent(y)} of peak")
-    sa, sb = next(iter(ka.stalls), None), next(iter(kb.stalls), None)
-    if sa and sb:
-        x, y = fmt.percent(100 * ka.stalls[sa]), fmt.percent(100 * kb.stalls[sb])
+    if ka.stalls and kb.stalls:
+        (sa, share_a), (sb, share_b) = ka.by_share[0], kb.by_share[0]
+        x, y = fmt.percent(100 * share_a), fmt.percent(100 * share_b)
         parts.append(f"the leading stall moves from {stall(sa)} ({x} of stalls) to {stall(sb)} ({y})" if sa != sb
                      else f"the leading stall is still {stall(sb)} ({x} of stalls, then {y})")
     return (f"From `{a}` to `{b}` ({limiter(ka)} to {limiter(kb)}): " + "; ".join(parts) + "."
