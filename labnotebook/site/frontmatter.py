@@ -117,7 +117,7 @@ def contents(entries: list[Page]) -> str:
 
     def line(p: Page) -> str:
         draft = " *(draft)*" if p.draft else ""
-        return f"**{p.meta['date']}** · [{p.title}]({p.path}){draft} — {p.meta['summary']}"
+        return f"**{p.meta['date']}** · [{p.title}]({p.path}){draft} — {superscripts(p.meta['summary'])}"
 
     out = [f'!!! tip "Latest entry"\n    {line(latest[0])}\n']
     for topic in dict.fromkeys(p.meta["topic"] for p in order):

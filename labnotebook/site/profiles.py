@@ -79,11 +79,12 @@ def limiter(k: KernelProfile) -> str:
 
 
 def profile_table(view: View, note: Note) -> str:
-    """One line per kernel and GPU baseline: where ncu says its time goes."""
+    """Where ncu says each kernel's and GPU baseline's time goes (limiter, time, DRAM, caches, SM),
+    then what kept its warps waiting (occupancy, registers, stalls): two tables, so that each
+    fits a page without scrolling."""
     record = require_pass(view)
-    head = ["kernel", "case", "limiter", "time under ncu", "DRAM", "L1 hit", "L2 hit", "SM busy",
-            "occupancy (achieved / theoretical)", "registers", "warps mostly stalled on"]
-    lines = []
+    where = (["kernel", "case", "limiter", "time under ncu", "DRAM", "L1 / L2 hit", "SM busy"], [])
+    warps = (["kernel", "occupancy (achieved / theoretical)", "registers", "warps mostly stalled on"], [])
     order = list(record.kernels) + [n for n in record.profile.profiles if n not in record.kernels]
     for name in order:
         p = record.profile.profiles.get(name)
@@ -92,18 +93,19 @@ def profile_table(view: View, note: Note) -> str:
             why = p.error if p else "not profiled"
             if name in record.kernels and record.kernels[name].language == "cuda":
                 note(Problem("unprofiled", f"{view.experiment}/{name} on {view.gpu} has no profile: {why}", view.experiment))
-            lines.append([f"`{name}`", cell(fmt.case(p.case)) if p else "–", f"– {cell(why)}", *["–"] * 8])
+            where[1].append([f"`{name}`", cell(fmt.case(p.case)) if p else "–", f"– {cell(why)}", *["–"] * 4])
+            warps[1].append([f"`{name}`", *["–"] * 3])
             continue
         launches = f" ({len(p.launches)} kernels)" if len(p.launches) > 1 else ""
-        lines.append([
+        where[1].append([
             f"`{name}`", cell(fmt.case(p.case)), f"**{limiter(k)}**",
             fmt.duration(p.duration_ns / 1e6) + launches if p.duration_ns else "–",
             f"{fmt.rate(k.dram_gbs, 'GB/s')} ({_pct(k.dram_pct)})" if k.dram_gbs is not None else _pct(k.dram_pct),
-            _pct(k.l1_hit_pct), _pct(k.l2_hit_pct), _pct(k.sm_pct),
-            f"{_pct(k.achieved_occupancy_pct)} / {_pct(k.theoretical_occupancy_pct)}",
-            str(k.registers) if k.registers is not None else "–", cell(_stalls(k))])
+            f"{_pct(k.l1_hit_pct)} / {_pct(k.l2_hit_pct)}", _pct(k.sm_pct)])
+        warps[1].append([f"`{name}`", f"{_pct(k.achieved_occupancy_pct)} / {_pct(k.theoretical_occupancy_pct)}",
+                         str(k.registers) if k.registers is not None else "–", cell(_stalls(k))])
     version = record.provenance.ncu if record.provenance else None
-    out = table(head, lines)
+    out = table(*where) + "\n\n" + table(*warps)
     out += (f"\n\n*Nsight Compute {version or ''}, one launch of each at the case shown, at the GPU's own clocks (not locked): "
             "its times are not the timed medians above. A library call that launches several kernels is "
             "described by its longest one. The limiter is ncu's speed-of-light rule: memory- or compute-bound "

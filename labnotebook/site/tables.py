@@ -204,7 +204,7 @@ def checks_table(view: View, note: Note) -> str:
     words = {"failed": "failed", "xfail": "failed as declared", "skipped": "skipped"}
     items = []
     for (n, status), errors in notes.items():
-        where = "; ".join(f"at {', '.join(cell(fmt.case(c)) for c in cases)}: {cell(error)}"
+        where = "; ".join(f"at {', '.join(cell(fmt.case(c)) for c in cases)}: {fmt.superscripts(cell(error))}"
                           for error, cases in errors.items())
         items.append(f"- `{n}` {words[status]} {where}")
     return f'<div class="nb-checks" markdown>\n\n{table(head, lines)}\n\n</div>\n\n' + "\n".join(items) + "\n"
