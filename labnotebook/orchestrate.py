@@ -199,7 +199,9 @@ class Build:
             self.console.print(f"[bold]{gpu_name}[/] (GPU {gpus}): running {len(todo)} experiment(s), "
                                f"{unchanged} unchanged")
             self.cubin_cache = Path(tempfile.mkdtemp(prefix="notebook-cubins-"))
-            jobs = [self.ceiling_job(g) for g in self.options.gpus] + [self.run_job(*t) for t in todo]
+            # A dry run stores no ceiling: its worker measures the copy bandwidth it compares with itself.
+            ceilings = [] if self.options.dry_run else [self.ceiling_job(g) for g in self.options.gpus]
+            jobs = ceilings + [self.run_job(*t) for t in todo]
             try:
                 Scheduler(self.options.gpus, self.options.shared_slots,
                           on_event=lambda e: self.console.print(f"[dim]{escape(e)}[/]")).run(jobs)

@@ -1,5 +1,7 @@
 """Every kernel compiles with nvcc for sm_90, and a kernel that does not says where and why."""
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -13,9 +15,29 @@ from conftest import FAULTS, ROOT
 KERNELS = sorted(ROOT.glob("snippets/*/*.cu"))
 
 
+@pytest.fixture(scope="module")
+def every_kernel(tmp_path_factory):
+    """Every kernel compiled once, all at a time (nvcc is a process per kernel): ``{source: Compiled
+    or the error}``."""
+    from labnotebook.run.compile import nvcc_path
+
+    if nvcc_path() is None:
+        pytest.skip("nvcc is not installed")
+    out = tmp_path_factory.mktemp("cubins")
+
+    def one(source: Path):
+        try:
+            return compile_cubin(source, out / source.parent.name, "sm_90", root=ROOT)
+        except CompileError as e:
+            return e
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        return dict(zip(KERNELS, pool.map(one, KERNELS)))
+
+
 @pytest.mark.parametrize("source", KERNELS, ids=[k.relative_to(ROOT / "snippets").as_posix() for k in KERNELS])
-def test_every_kernel_compiles_for_sm90(source: Path, nvcc, tmp_path):
-    compiled = compile_cubin(source, tmp_path, "sm_90", root=ROOT)
+def test_every_kernel_compiles_for_sm90(source: Path, every_kernel):
+    compiled = every_kernel[source]
+    assert not isinstance(compiled, CompileError), f"{compiled}\n{compiled.detail}"
     assert compiled.cubin.stat().st_size > 0
     # The resource report is read for every entry function: registers, shared memory, spills.
     assert compiled.resources, "ptxas -v reported no entry function"
