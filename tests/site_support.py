@@ -255,3 +255,15 @@ SUBPATH = "/notebook/"  # the real site is built to be served under a sub-path, 
 def build_real_site(dst: Path) -> Built:
     """The real pages, nav and results, as committed, built with --strict for SUBPATH."""
     return build(project(dst, fresh=False), strict=True, site_url=f"http://127.0.0.1{SUBPATH}")
+
+
+def collecting_context(root: Path):
+    """A Context over ``root``'s results on page ``p.md``, the H100 its reference GPU, whose
+    warnings and infos are collected in ``.warnings`` and ``.infos``."""
+    from labnotebook.site.context import Context
+    from labnotebook.site.results import Results
+
+    warnings, infos = [], []
+    c = Context(Results(root), H100, [H100, H200], warn=warnings.append, info=infos.append).at("p.md")
+    c.warnings, c.infos = warnings, infos
+    return c

@@ -13,9 +13,7 @@ import pytest
 
 from labnotebook.records import Check, Timing
 from labnotebook.site import dashboard, fmt, frontmatter, macros, notebook, plots
-from labnotebook.site.context import Context
-from labnotebook.site.results import Results
-from site_support import H100, H200, STATES, fixture_project, record, rows
+from site_support import H100, H200, collecting_context, STATES, fixture_project, record, rows
 
 STATE_WORDS = {"stale": "⚠ stale", "failed_headline": "⚠ failed", "failed_other": "⚠ run failed",
                "corrupt": "⚠ unreadable results", "missing": "⚠ no results"}
@@ -28,11 +26,7 @@ def root(tmp_path_factory):
 
 @pytest.fixture
 def ctx(root):
-    """A fresh Context on page ``p.md`` whose warnings and infos are collected."""
-    warnings, infos = [], []
-    c = Context(Results(root), H100, [H100, H200], warn=warnings.append, info=infos.append).at("p.md")
-    c.warnings, c.infos = warnings, infos
-    return c
+    return collecting_context(root)
 
 
 # -- formatting ----------------------------------------------------------------------------------

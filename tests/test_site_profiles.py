@@ -14,7 +14,7 @@ from labnotebook.site import dashboard, macros, profiles
 from labnotebook.site.context import Context
 from labnotebook.site.results import Results, View
 from labnotebook.store import Store
-from site_support import H100, H200, fixture_project, profile_pass, record, rows
+from site_support import H100, H200, collecting_context, fixture_project, profile_pass, record, rows
 
 
 @pytest.fixture(scope="module")
@@ -24,10 +24,7 @@ def root(tmp_path_factory):
 
 @pytest.fixture
 def ctx(root):
-    warnings, infos = [], []
-    c = Context(Results(root), H100, [H100, H200], warn=warnings.append, info=infos.append).at("p.md")
-    c.warnings, c.infos = warnings, infos
-    return c
+    return collecting_context(root)
 
 
 def test_the_profile_table_names_each_limiter_and_what_warps_wait_on(ctx):
