@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Literal
 
 from . import settings
-from .freshness import Keys, Stored
+from .freshness import Keys, Stored, run_command
 from .store import CEILINGS, Store
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -33,10 +34,8 @@ class Finding:
 
 
 def command(experiment: str, gpu: str, profile: bool = False) -> str:
-    """What re-makes a result, and on which GPU (any run re-measures the ceilings that are stale)."""
-    only = "" if experiment == CEILINGS else f" --only {experiment}"
-    force = " --force" if profile else ""
-    return f"on an {gpu}: `python build_results.py{only}{force}`"
+    """What re-makes a result, and on which GPU."""
+    return f"on an {gpu}: `{run_command(experiment)}{' --force' if profile else ''}`"
 
 
 def findings(root: Path, store: Store) -> list[Finding]:

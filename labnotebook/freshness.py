@@ -57,6 +57,11 @@ class Keys:
         return self._keys[name]
 
 
+def run_command(experiment: str) -> str:
+    """What re-makes an experiment's results on a GPU (a run measures the ceilings where they are stale)."""
+    return "python build_results.py" if experiment == CEILINGS else f"python build_results.py --only {experiment}"
+
+
 def is_stale(record: Record, key: keys.Key | None) -> bool:
     """Whether ``record`` was measured from other files than its key holds now."""
     return key is None or record.source_hash != key.digest

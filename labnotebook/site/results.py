@@ -15,10 +15,10 @@ from pathlib import Path
 from .. import metrics
 from ..errors import NotebookError
 from ..experiments import experiment_folders, load
-from ..freshness import Keys, Stored
+from ..freshness import Keys, Stored, run_command
 from ..records import Record, Row
 from ..run.declare import Experiment
-from ..store import CEILINGS, Store
+from ..store import Store
 
 # What a problem is about, and whether the number can still be shown beside its marker.
 STATE_KINDS = ("stale", "failed", "missing", "corrupt")
@@ -35,11 +35,6 @@ class Problem(Exception):
         self.kind = kind
         self.experiment = experiment
         self.gpu = gpu  # the GPU whose results it is about, where one is
-
-
-def run_command(experiment: str) -> str:
-    """What re-makes an experiment's results on a GPU (every run measures the copy ceilings)."""
-    return "python build_results.py" if experiment == CEILINGS else f"python build_results.py --only {experiment}"
 
 
 @dataclass
