@@ -114,3 +114,55 @@ def test_a_tolerance_may_depend_on_the_case_and_must_be_one():
     assert tolerance_at(fp16, Case("x", dtype="bf16")) == fp16
     with pytest.raises(TypeError, match="must be a Tolerance"):
         tolerance_at(lambda case: None, Case("x"))
+
+
+SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-300, 3.4e38, -3.4e38, 1.0])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_quick_check_agrees_with_the_exact_one_or_defers_to_it(seed):
+    """``_within`` may only say "passes" where ``_exact`` says so too, with the same numbers."""
+    from labnotebook.run.protocol.verify import _exact, _within
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    want = rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30)
+    got = (want * (1 + rng.standard_normal(n) * 10.0 ** rng.integers(-9, -3))).astype(np.float32)
+    for _ in range(int(rng.integers(0, 3))):  # plant specials in either array, or a zero reference
+        i = int(rng.integers(n))
+        (got if rng.random() < 0.5 else want)[i] = rng.choice(SPECIALS)
+    tol = Tolerance(atol=float(rng.choice([0.0, 1e-6, 1e-2])), rtol=float(rng.choice([0.0, 1e-6, 1e-4])))
+    exact, quick = _exact(got, want, tol, 0), _within(got, want, tol)
+    if quick is not None:
+        assert exact.ok and exact.mismatches == 0
+        assert (quick.max_abs_err, quick.max_rel_err, quick.bound_ratio, quick.elements) == \
+            (exact.max_abs_err, exact.max_rel_err, exact.bound_ratio, exact.elements)
+    if not exact.ok:
+        assert quick is None
+
+
+def test_the_quick_check_defers_on_anything_non_finite_or_at_its_bound():
+    from labnotebook.run.protocol.verify import _within
+
+    tol = Tolerance(atol=1e-3, rtol=0.0)
+    ok = np.zeros(8)
+    assert _within(ok.astype(np.float32), ok, tol) is not None
+    for bad in (np.nan, np.inf, -np.inf):
+        got = ok.copy()
+        got[3] = bad
+        assert _within(got, ok, tol) is None and _within(ok, got, tol) is None  # in the output or the reference
+    at_bound = ok.copy()
+    at_bound[5] = 1e-3
+    assert _within(at_bound, ok, tol) is None  # err == bound: the exact check decides (it passes)
+    assert compare(at_bound, ok, tol).ok
+
+
+def test_a_mismatch_deep_in_a_large_output_is_counted_and_located():
+    from labnotebook.run.protocol import verify
+
+    n = 3 * verify.SLICE + 5 * verify.BLOCK + 7
+    want = np.ones(n)
+    got = want.astype(np.float32)
+    got[[11, n - 3]] = [2.0, np.nan]
+    check = compare(got.reshape(-1, 1), want.reshape(-1, 1), EXACT)
+    assert check.mismatches == 2 and check.elements == n and check.worst_index == (n - 3, 0)

@@ -4,6 +4,13 @@ Outputs of 2^31 elements and more are compared a slice at a time, in a thread po
 releases the GIL), so memory stays at a few slices per core and the time divides by the cores.
 Where the experiment's reference works row by row (``Experiment.rowwise_reference``), the
 reference itself is computed a slice at a time too and never held whole.
+
+Each slice is checked a block at a time (``BLOCK`` elements, whose float64 temporaries stay in
+the core's cache) in two steps. The quick one (``_within``) proves a block passes with a few
+whole-array operations: every error finite and every error under its bound. Anything else (a
+non-finite value anywhere, an element at or past its bound) goes to the exact one
+(``_exact``), which counts and locates every mismatch. Both give the same numbers for a block
+that passes; the quick one is about ten times faster, and passing blocks are nearly all of them.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from ..declare import Tolerance
 from ..draw import threads
 
 SLICE = 1 << 21  # elements compared at a time by one thread
+BLOCK = 1 << 16  # elements checked at once within a slice: 512 KiB per float64 temporary
 
 
 def reference_in_slices(inputs: Mapping[str, np.ndarray], reference: Callable[..., Mapping[str, np.ndarray]],
@@ -68,8 +76,35 @@ class Comparison:
                 "mismatches": self.mismatches, "elements": self.elements, "bound_ratio": self.bound_ratio}
 
 
-def _compare_flat(got: np.ndarray, want: np.ndarray, tol: Tolerance, base: int) -> Comparison:
-    """One slice, as flat arrays; ``worst_index`` is the flat index plus ``base``."""
+def _within(got: np.ndarray, want: np.ndarray, tol: Tolerance) -> Comparison | None:
+    """The block's Comparison if every element is finite and strictly within its bound, else
+    None. Any NaN or infinity in ``got`` or ``want`` makes an error non-finite, so ``max``
+    (which propagates NaN) sees it; and ``err > bound`` implies ``err / bound >= 1`` in rounded
+    arithmetic, so a ratio under 1 proves there is no mismatch."""
+    err = got.astype(np.float64)
+    np.subtract(err, want, out=err)
+    np.abs(err, out=err)
+    max_abs = err.max(initial=0.0)
+    if not np.isfinite(max_abs):
+        return None
+    scale = np.abs(want, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        quotient = np.divide(err, scale)
+        # 0 / 0 (exact where the reference is 0) is NaN, which fmax skips; err / 0 is inf, as in _exact.
+        max_rel = np.fmax.reduce(quotient, initial=0.0)
+        scale *= tol.rtol
+        scale += tol.atol  # the bound, atol + rtol * |ref|
+        np.divide(err, scale, out=quotient)
+        ratio = np.fmax.reduce(quotient, initial=0.0)
+    if not ratio < 1.0:
+        return None
+    return Comparison(ok=True, max_abs_err=float(max_abs), max_rel_err=float(max_rel), mismatches=0,
+                      elements=int(got.size), bound_ratio=float(ratio))
+
+
+def _exact(got: np.ndarray, want: np.ndarray, tol: Tolerance, base: int) -> Comparison:
+    """One block, element by element, non-finite values included; ``worst_index`` is the flat
+    index plus ``base``."""
     g = got.astype(np.float64, copy=False)
     w = want.astype(np.float64, copy=False)
     finite = np.isfinite(w)
@@ -99,16 +134,32 @@ def _compare_flat(got: np.ndarray, want: np.ndarray, tol: Tolerance, base: int) 
     return check
 
 
+def _compare_flat(got: np.ndarray, want: np.ndarray, tol: Tolerance, base: int) -> Comparison:
+    """One slice, as flat arrays, a block at a time; ``worst_index`` is the flat index plus ``base``."""
+    parts = [_within(got[lo:lo + BLOCK], want[lo:lo + BLOCK], tol)
+             or _exact(got[lo:lo + BLOCK], want[lo:lo + BLOCK], tol, base + lo)
+             for lo in range(0, max(got.size, 1), BLOCK)]
+    return parts[0] if len(parts) == 1 else _combine(parts)
+
+
+def _combine(parts: list[Comparison]) -> Comparison:
+    """One Comparison from its parts' (flat worst indices kept as they are)."""
+    worst = max(parts, key=lambda c: (c.worst_index is not None, c.worst_excess))
+    combined = Comparison(ok=all(c.ok for c in parts), max_abs_err=max(c.max_abs_err for c in parts),
+                          max_rel_err=max(c.max_rel_err for c in parts), mismatches=sum(c.mismatches for c in parts),
+                          elements=sum(c.elements for c in parts), bound_ratio=max(c.bound_ratio for c in parts))
+    if worst.worst_index is not None:
+        combined.worst_index = worst.worst_index
+        combined.worst_got, combined.worst_want = worst.worst_got, worst.worst_want
+        combined.worst_excess = worst.worst_excess
+    return combined
+
+
 def _merge(parts: list[Comparison], shape: tuple[int, ...]) -> Comparison:
     """One Comparison from the slices' Comparisons; the worst index unravelled into ``shape``."""
-    worst = max(parts, key=lambda c: (c.worst_index is not None, c.worst_excess))
-    merged = Comparison(ok=all(c.ok for c in parts), max_abs_err=max(c.max_abs_err for c in parts),
-                   max_rel_err=max(c.max_rel_err for c in parts), mismatches=sum(c.mismatches for c in parts),
-                   elements=sum(c.elements for c in parts), bound_ratio=max(c.bound_ratio for c in parts))
-    if worst.worst_index is not None:
-        merged.worst_index = tuple(int(i) for i in np.unravel_index(worst.worst_index[0], shape))
-        merged.worst_got, merged.worst_want = worst.worst_got, worst.worst_want
-        merged.worst_excess = worst.worst_excess
+    merged = _combine(parts)
+    if merged.worst_index is not None:
+        merged.worst_index = tuple(int(i) for i in np.unravel_index(merged.worst_index[0], shape))
     return merged
 
 
