@@ -1,8 +1,11 @@
 """The one way we time things: CUDA events, warm-up, many repetitions, L2 flushed before each.
 
-Modelled on ``triton.testing.do_bench``: a trial run sets the repetition count; before every
+Modelled on ``triton.testing.do_bench``, with its budget (25 ms of warm-up, 100 ms of timed
+repetitions) and at least ``MIN_REPS`` repetitions: a trial run sets the counts; before every
 repetition a 256 MiB buffer is overwritten so that the inputs are not served from L2 (50 MiB on
 an H100), and while the GPU does that the host has time to queue the timed launch behind it.
+CPU baselines take the same budget with fewer repetitions at least (``CPU_MIN_REPS``): NumPy at
+2^31 elements takes seconds a call, and its spread is recorded all the same.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from ...records import Ceiling, Timing
 
 FLUSH_BYTES = 256 << 20
 WARMUP_MS = 25.0
-REP_MS = 200.0
+REP_MS = 100.0
 MIN_REPS = 10
+CPU_MIN_REPS = 5
 MAX_REPS = 1000
 
 
@@ -29,8 +33,8 @@ def stats(samples_ms: list[float]) -> Timing:
                   min_ms=float(s.min()), max_ms=float(s.max()), reps=int(s.size))
 
 
-def _reps(estimate_ms: float, budget_ms: float) -> int:
-    return int(np.clip(budget_ms / max(estimate_ms, 1e-4), MIN_REPS, MAX_REPS))
+def _reps(estimate_ms: float, budget_ms: float, least: int = MIN_REPS) -> int:
+    return int(np.clip(budget_ms / max(estimate_ms, 1e-4), least, MAX_REPS))
 
 
 class GpuTimer:
@@ -53,7 +57,7 @@ class GpuTimer:
 
     def time(self, fn: Callable[[], object]) -> Timing:
         estimate = min(self._once(fn) for _ in range(3))
-        for _ in range(_reps(estimate, WARMUP_MS) // 4):
+        for _ in range(_reps(estimate, WARMUP_MS, least=1)):
             fn()
         reps = _reps(estimate, REP_MS)
         events = [(self.cuda.Event(), self.cuda.Event()) for _ in range(reps)]
@@ -97,7 +101,5 @@ def time_cpu(fn: Callable[[], object]) -> Timing:
         t0 = time.perf_counter()
         fn()
         return (time.perf_counter() - t0) * 1e3
-    estimate = min(once() for _ in range(2))
-    for _ in range(min(_reps(estimate, WARMUP_MS) // 4, 3)):
-        fn()
-    return stats([once() for _ in range(_reps(estimate, REP_MS))])
+    estimate = min(once() for _ in range(2))  # these two are its warm-up
+    return stats([once() for _ in range(_reps(estimate, REP_MS, least=CPU_MIN_REPS))])
