@@ -51,6 +51,7 @@ class Outcome:
     detail: str = ""
     seconds: float = 0.0
     gpu: int | None = None
+    phases: dict[str, float] = field(default_factory=dict)  # where its seconds went (records.PHASES)
 
 
 @dataclass
@@ -238,7 +239,8 @@ class Build:
     # -- one experiment ---------------------------------------------------------------------------
     def run_job(self, name: str, folder: Path, key: Key, exp: Experiment, previous: Record | None) -> Job:
         t0 = 0.0
-        estimate = previous.duration_s if previous and previous.duration_s else DEFAULT_ESTIMATE_S
+        estimate = (previous.wall_s or previous.phases_s.get("timed run")) if previous else None
+        estimate = estimate or DEFAULT_ESTIMATE_S
         extra = []
         if self.options.kernels:
             extra += ["--kernel", *self.options.kernels]
@@ -277,11 +279,19 @@ class Build:
         tools = TOOLS if self.options.sanitize and functions else ()
         report: dict[str, dict[str, Verdict]] = {k: {} for k in functions.values()}
         left = set(tools) | ({"profile"} if self.options.profile else set())
+        spans: dict[str, tuple[float, float]] = {}  # each pass's (start, end), for phases_s
 
-        def done(part: str) -> list[Job]:
+        def done(part: str, span: tuple[float, float] | None = None) -> list[Job]:
             left.discard(part)
+            if span:
+                spans[part] = span
             if left:
                 return []
+            sanitizer = [spans[t] for t in tools if t in spans]
+            if sanitizer:  # the tools run side by side: the pass took from the first start to the last end
+                record.phases_s["sanitizer"] = round(max(e for _, e in sanitizer) - min(s for s, _ in sanitizer), 2)
+            if "profile" in spans:
+                record.phases_s["profile"] = round(spans["profile"][1] - spans["profile"][0], 2)
             if tools:
                 record.sanitizer = {k: {t: report[k][t] for t in TOOLS} for k in report}
                 findings = policy.sanitizer_findings(exp, record.sanitizer)
@@ -299,7 +309,10 @@ class Build:
 
     def sanitizer_job(self, name, exp, tool: str, functions: dict[str, str],
                       report: dict[str, dict[str, Verdict]], done, estimate_s: float) -> Job:
+        span = [0.0, 0.0]
+
         def run(g: int):
+            span[0] = time.perf_counter()
             with tempfile.TemporaryDirectory(prefix="notebook-sanitize-") as tmp:
                 out = Path(tmp) / "r.json"
                 worker = self.worker_command(name, ["--verify-only", "--out", str(out)])
@@ -319,13 +332,16 @@ class Build:
                 {k: Verdict(None, f"the sanitizer job failed: {result}") for k in functions.values()}
             for kernel, v in verdicts.items():
                 report[kernel][tool] = v
-            return done(tool)
+            return done(tool, (span[0], time.perf_counter()))
         return Job(f"{name}: {tool}", run, timed=False, estimate_s=estimate_s, then=then)
 
     def profile_job(self, name, exp, record: Record, done, estimate_s: float) -> Job:
         """ncu over a ``--profile`` worker. A profile that fails is recorded as failed with the
         reason; it never fails the run: it explains the numbers, it does not make them."""
+        span = [0.0, 0.0]
+
         def run(g: int) -> ProfilePass:
+            span[0] = time.perf_counter()
             if self.ncu is None:
                 return ProfilePass("skipped", "Nsight Compute (ncu) was not found on the machine that ran this")
             with tempfile.TemporaryDirectory(prefix="notebook-profile-") as tmp:
@@ -352,7 +368,7 @@ class Build:
                 record.provenance = dataclasses.replace(record.provenance, ncu=self.ncu)
             if record.profile.status != "ok":
                 self.console.print(f"[yellow]{name}: profile {record.profile.status}: {escape(record.profile.reason)}[/]")
-            return done("profile")
+            return done("profile", (span[0], time.perf_counter()))
         # Timed, so that it has its GPU to itself: ncu's counters are the GPU's, not the process's.
         return Job(f"{name}: profile", run, timed=True, estimate_s=estimate_s, then=then)
 
@@ -360,26 +376,28 @@ class Build:
                gpu: int | None = None) -> list[Job]:
         """Write the record, or a failure record beside the last good one; note the outcome."""
         seconds = time.perf_counter() - t0
+        if record is not None:
+            record.wall_s = round(seconds, 2)
         if record is not None and record.status != "ok" and error is None:
             error = policy.summary_reason(record.problems)
         if self.options.dry_run:
             if record is not None:
                 print_rows(self.console, record)
             self.outcomes.append(Outcome(name, "failed" if error else "dry run", error or "nothing written",
-                                         seconds, gpu))
+                                         seconds, gpu, record.phases_s if record else {}))
             return []
         if error is None:
             self.store.write(record)
-            self.outcomes.append(Outcome(name, "ran", f"{len(record.rows)} results", seconds, gpu))
+            self.outcomes.append(Outcome(name, "ran", f"{len(record.rows)} results", seconds, gpu, record.phases_s))
             return []
         failure = record or Record(experiment=name, title=name, gpu=gpu_name or self.gpu_name,
                                    provenance=None, rows=[], status="failed")
-        failure.status, failure.error = "failed", error
+        failure.status, failure.error, failure.wall_s = "failed", error, round(seconds, 2)
         self.stamp(failure, key)
         failure.failed_at = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
         self.store.write_failure(failure)
         self.console.print(f"[bold red]✗ {name}:[/] {escape(error)}")
-        self.outcomes.append(Outcome(name, "failed", error, seconds, gpu))
+        self.outcomes.append(Outcome(name, "failed", error, seconds, gpu, failure.phases_s))
         return []
 
     @staticmethod
@@ -396,6 +414,7 @@ class Build:
     def worker(self, name: str, gpu: int, args: list[str], time_limit: float) -> tuple[Record | None, str | None]:
         """Run one worker on ``gpu``, relaying its output; ``(record, None)`` or ``(None, error)``."""
         prefix = f"{name} │ " if self.many else ""
+        t0 = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="notebook-run-") as tmp:
             out = Path(tmp) / "record.json"
             status, lines = run_process(self.worker_command(name, [*args, "--out", str(out)]), self.root,
@@ -409,7 +428,13 @@ class Build:
                 if "format" not in data:  # the worker's own {"error": ...}: an engine error, named
                     return None, data["error"]
                 if status == 0:
-                    return Record.from_json(data, f"{name}'s worker output"), None
+                    record = Record.from_json(data, f"{name}'s worker output")
+                    # Its wall time (an experiment's whole is set when its passes are done), and
+                    # the part its own clock did not see: Python's start, imports, the context.
+                    record.wall_s = round(time.perf_counter() - t0, 2)
+                    unseen = max(0.0, record.wall_s - sum(record.phases_s.values()))
+                    record.phases_s = {"start-up": round(unseen, 2), **record.phases_s}
+                    return record, None
         last = next((ln for ln in reversed(lines) if ln.strip()), "no output")
         how = f"killed by signal {-status}" if status < 0 else f"exited with status {status}"
         return None, f"worker {how}: {last.strip()}"
@@ -444,12 +469,15 @@ def print_rows(console: Console, record: Record) -> None:
 
 
 def print_outcomes(console: Console, gpu: str, outcomes: list[Outcome], wall_s: float) -> None:
-    table = Table("experiment", "GPU", "state", "detail", "seconds", title=f"build_results on {gpu}")
+    table = Table("experiment", "GPU", "state", "detail", "seconds", "where they went",
+                  title=f"build_results on {gpu}")
     style = {"ran": "green", "unchanged": "dim", "failed": "bold red", "dry run": "cyan"}
     for o in outcomes:
+        biggest = sorted(o.phases.items(), key=lambda kv: -kv[1])[:3]
         table.add_row(o.name, "" if o.gpu is None else str(o.gpu), f"[{style[o.state]}]{o.state}[/]",
-                      escape(o.detail), f"{o.seconds:.1f}")
+                      escape(o.detail), f"{o.seconds:.1f}", " · ".join(f"{p} {s:.1f}" for p, s in biggest))
     console.print(table)
     counts = {s: sum(o.state == s for o in outcomes) for s in ("ran", "unchanged", "failed", "dry run")}
+    ran = [o for o in outcomes if o.state != "unchanged"]
     console.print(", ".join(f"{n} {s}" for s, n in counts.items() if n or s != "dry run")
-                  + f" in {wall_s:.1f} s")
+                  + f" in {wall_s:.1f} s" + (f"; sum of wall times {sum(o.seconds for o in ran):.1f} s" if ran else ""))

@@ -16,6 +16,9 @@ Format history:
    ``Row.intensity`` (where the roofline places a row); the ceilings add an ``fp32 fma`` row.
 4. Keys by what was measured (``labnotebook/keys.py``): ``Record.sources`` and
    ``ProfilePass.sources``, the hash of each file of the key; ``source_hash`` is now their digest.
+5. What the refresh cost: ``Record.wall_s`` (the whole of it, the sanitizer and profile passes
+   included) and ``Record.phases_s`` (by ``PHASES``), in place of ``duration_s`` (the timed
+   worker's time alone, which a migrated file keeps as ``phases_s["timed run"]``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any, Literal
 from .errors import ResultsError
 
 NAME = "labnotebook-results"
-VERSION = 4
+VERSION = 5
 FORMAT = f"{NAME}/{VERSION}"
 
 Kind = Literal["kernel", "baseline", "transfer", "phase", "ceiling"]
@@ -36,6 +39,21 @@ KINDS = ("kernel", "baseline", "transfer", "phase", "ceiling")
 # xfail: failed as its declaration says it must; skipped: not run, with the reason in ``error``.
 Status = Literal["ok", "failed", "xfail", "skipped"]
 STATUSES = ("ok", "failed", "xfail", "skipped")
+
+# Where an experiment's refresh spends its wall time (``Record.phases_s``), in the order it goes.
+PHASES = {
+    "start-up": "the timed run's process: starting Python, imports, the CUDA context, writing the record "
+                "(its wall time not counted in a phase below)",
+    "compile": "nvcc for every CUDA kernel, and loading them",
+    "inputs": "drawing the inputs, computing the float64 references and uploading them, at timed cases",
+    "verify": "the kernels' first runs at timed cases: poisoning, running, fetching, comparing every element",
+    "timing": "timing the kernels, the copy ceiling and host-device copies",
+    "baselines": "the library and CPU baselines at timed cases: setup, checking and timing; the phase program",
+    "edge cases": "everything at the edge and large cases: inputs, references, runs and checks",
+    "sanitizer": "the compute-sanitizer pass: from its first tool's start to its last tool's end",
+    "profile": "the Nsight Compute pass",
+    "timed run": "files of format 4 and older: the timed run's worker time, not broken down",
+}
 
 
 @dataclass(frozen=True)
@@ -281,7 +299,12 @@ class Record:
     ceiling: Ceiling | None = None
     kernels: dict[str, KernelInfo] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # what made the run fail, one line each
-    duration_s: float | None = None  # the worker's wall time (inputs, references, checks, timing)
+    # Seconds of wall time from the start of the timed run to the end of the last pass over it
+    # (sanitizer, profile); None before format 5. ``phases_s`` splits it by ``PHASES``: the
+    # phases add up to it but for the waits between passes (on a node of several GPUs the two
+    # passes may run side by side, on different GPUs, and then add up to more).
+    wall_s: float | None = None
+    phases_s: dict[str, float] = field(default_factory=dict)
     # What it was measured from (labnotebook/keys.py): each file of its key -> that file's hash,
     # and their digest, which is what freshness compares. ``sources`` is empty before format 4.
     source_hash: str | None = None
@@ -404,7 +427,16 @@ def _v3_to_v4(data: dict) -> dict:
     return data
 
 
-MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+def _v4_to_v5(data: dict) -> dict:
+    """Format 5 records the whole refresh's wall time and its phases. Before it, only the timed
+    worker's time was kept; it stays, as that one phase, and the whole is unknown."""
+    duration = data.pop("duration_s", None)
+    data["wall_s"] = None
+    data["phases_s"] = {"timed run": duration} if duration is not None else {}
+    return data
+
+
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
 
 
 def version_of(data: dict) -> int | None:

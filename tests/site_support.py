@@ -204,7 +204,7 @@ def record(experiment: str, gpu: str, source_hash: str, rows_, **extra):
     return Record(experiment=experiment, title="Site fixture", gpu=gpu, provenance=provenance, rows=rows_,
                   status="failed" if extra.get("error") else "ok", ceiling=Ceiling(3000.0, 0.7, 2 << 30),
                   kernels={"1_copy": KernelInfo("1_copy.cu", "copy", resources=Resources(registers=16))},
-                  duration_s=1.0, source_hash=source_hash, **extra)
+                  wall_s=1.0, phases_s={"verify": 0.5, "timing": 0.5}, source_hash=source_hash, **extra)
 
 
 def fixture_project(dst: Path, states=STATES, drafts: tuple[str, ...] = (), on: str = H100) -> Path:

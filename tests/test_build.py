@@ -117,6 +117,28 @@ def without(tool: str, tmp: Path) -> dict:
     return env
 
 
+def test_each_record_says_what_its_refresh_cost_by_phase(built):
+    """wall_s is the whole refresh (the passes included); phases_s splits it, start-up being the
+    worker's time its own clock did not see."""
+    from labnotebook.records import PHASES
+
+    _, store, proc, _ = built
+    good = store.read("good_add", GPU)
+    assert set(good.phases_s) <= set(PHASES)
+    assert {"start-up", "compile", "inputs", "verify", "timing", "edge cases", "sanitizer",
+            "profile"} <= set(good.phases_s)
+    assert all(s >= 0 for s in good.phases_s.values())
+    passes = ("sanitizer", "profile")  # on two GPUs these may run side by side
+    assert good.wall_s >= max(good.phases_s[p] for p in passes) > 0
+    assert sum(s for p, s in good.phases_s.items() if p not in passes) + max(good.phases_s[p] for p in passes) \
+        <= good.wall_s + 0.1
+    ceilings = store.read("ceilings", GPU)
+    assert ceilings.wall_s > 0 and set(ceilings.phases_s) == {"start-up", "timing"}
+    failed = store.read_failure("wrong_answer", GPU)  # a failed run keeps its cost too
+    assert failed.wall_s > 0 and "verify" in failed.phases_s and "sanitizer" not in failed.phases_s
+    assert "sum of wall times" in proc.stdout and "good_add" in proc.stdout
+
+
 def test_without_ncu_the_profile_is_recorded_as_skipped_and_no_profile_records_none(built, tmp_path):
     project, store, _, _ = built
     proc = run_cli("--only", "good_add", "--force", "--no-sanitize", root=project, env=without("ncu", tmp_path))
@@ -186,3 +208,4 @@ def worker_of(cmdline: Path, project) -> bool:
     except OSError:  # the process ended while we looked
         return False
     return b"labnotebook.run.worker" in args and str(project).encode() in args
+

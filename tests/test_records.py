@@ -1,6 +1,7 @@
 """The results format: typed records, and old files brought up to date on load without a GPU."""
 
 import json
+import shutil
 import math
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def test_a_migrated_record_round_trips_in_the_current_format(path, tmp_path):
 def test_migrations_reach_the_current_version_from_every_older_one():
     data = migrate({"format": "labnotebook-results/1", "rows": [], "kernels": {}, "provenance": {}})
     assert data["provenance"]["device_index"] is None
-    assert VERSION == 4 and FORMAT.endswith(f"/{VERSION}")
+    assert VERSION == 5 and FORMAT.endswith(f"/{VERSION}")
 
 
 def test_a_format_2_file_loads_with_no_profile_pass_and_round_trips(tmp_path):
@@ -102,3 +103,46 @@ def test_a_format_3_file_keeps_its_profile_reads_stale_and_says_why(tmp_path):
     stored = Stored.read(store, record.experiment, record.gpu, Keys(ROOT))
     assert stored.state == "stale" and "format 3 or older" in stored.reason()
     assert stored.profile_state == "stale"
+
+
+V4 = Path(__file__).parent / "fixtures" / "results-v4"
+
+
+def test_a_format_4_file_keeps_its_run_time_as_the_timed_run_and_has_no_wall_time():
+    path = V4 / "coalescing" / "nvidia-h100-80gb-hbm3.json"
+    raw = read_json(path)
+    assert raw["format"] == "labnotebook-results/4"
+    record = read_record(path)
+    assert record.wall_s is None and record.phases_s == {"timed run": raw["duration_s"]}
+    assert [(r.name, r.case, r.median_ms) for r in record.rows] == \
+        [(r["name"], r["case"], (r.get("time") or {}).get("median_ms")) for r in raw["rows"]]
+
+
+def test_a_format_4_page_renders_unchanged_once_its_files_are_rewritten_in_the_current_format(tmp_path):
+    """The entry and the dashboard, built from format-4 files and from the same records written
+    as format 5, are the same HTML: the migration loses nothing a page shows."""
+    from site_support import build, project
+
+    from labnotebook.freshness import Keys
+
+    root = project(tmp_path / "p", pages=["coalescing.md", "dashboard.md"], results=False,
+                   entries=["coalescing.md"], top=("dashboard.md",))
+    shutil.copytree(V4, root / "results")
+    keys = Keys(root)
+    for path in (root / "results").glob("*/*.json"):  # keyed on today's sources, still format 4
+        raw = read_json(path)
+        raw["source_hash"], raw["sources"] = keys[path.parent.name].digest, dict(keys[path.parent.name].files)
+        raw.pop("profile", None)  # its own key is the profiler's: not what this test is about
+        path.write_text(json.dumps(raw))
+
+    def pages():
+        built = build(root)
+        assert built.ok, built.error
+        return {p: (built.site / p / "index.html").read_text() for p in ("coalescing", "dashboard")}
+    before = pages()
+    assert "ran in" in before["coalescing"] and "GB/s" in before["coalescing"]
+    store = Store(root / "results")
+    for path in (root / "results").glob("*/*.json"):
+        written = store.write(read_record(path))
+        assert read_json(written)["format"] == FORMAT
+    assert pages() == before

@@ -20,7 +20,9 @@ import importlib.util
 import os
 import tempfile
 import time
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -39,17 +41,51 @@ from .protocol import POISON_BYTE
 from .protocol.timing import GpuTimer, time_cpu
 from .protocol.verify import reference_in_slices, verify_outputs
 DIGEST_SLICE = 64 << 20
-REFERENCE_CAP = 16 << 30  # the most a kept float64 reference may take, on any machine
+# The most a kept float64 reference may take, on any machine: enough for 2^31 elements and some
+# (a reference recomputed for every kernel and baseline costs far more than the memory).
+REFERENCE_CAP = 24 << 30
 
 
 def reference_budget() -> int:
-    """How many bytes of float64 reference a case may keep: a quarter of the machine's memory,
-    at most REFERENCE_CAP. Beyond it the reference is recomputed slice by slice per output."""
+    """How many bytes of float64 reference a case may keep: a quarter of the machine's memory
+    (of this GPU's share of it, on a node where several run at once), at most REFERENCE_CAP.
+    Beyond it the reference is recomputed slice by slice per output."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         return 0
-    return min(REFERENCE_CAP, total // 4)
+    sharing = max(1, int(os.environ.get("NOTEBOOK_GPUS_SHARING", "1")))
+    return min(REFERENCE_CAP, total // (4 * sharing))
+
+
+class Clock:
+    """Where a run's wall time goes, by phase (``records.PHASES``): ``with clock("verify"):``.
+    A phase entered inside another stops the outer one's clock until it is left, so every
+    second is counted once."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = defaultdict(float)
+        self._stack: list[str] = []
+        self._since = time.perf_counter()
+
+    @contextmanager
+    def __call__(self, phase: str):
+        self._switch()
+        self._stack.append(phase)
+        try:
+            yield
+        finally:
+            self._switch()
+            self._stack.pop()
+
+    def _switch(self) -> None:
+        now = time.perf_counter()
+        if self._stack:
+            self.seconds[self._stack[-1]] += now - self._since
+        self._since = now
+
+    def rounded(self) -> dict[str, float]:
+        return {phase: round(s, 2) for phase, s in self.seconds.items()}
 
 
 class FatalCudaError(NotebookError):
@@ -204,6 +240,8 @@ class Runner:
         self.kernel_info: dict[str, KernelInfo] = {}
         self.build_dir: Path | None = None
         self.case_arrays: CaseArrays | None = None  # the case being run: its inputs and outputs
+        self.clock = Clock()
+        self._timed_case = True  # whether the case being run is timed (its phases are counted apart)
         self.unavailable = self.missing(exp.requires, exp.min_compute_capability)
 
     def missing(self, modules: tuple[str, ...], capability: tuple[int, int] | None = None) -> dict | None:
@@ -224,8 +262,16 @@ class Runner:
         self.context.pop()
 
     # -- compiling ---------------------------------------------------------------------------
+    def phase(self, name: str):
+        """The clock for ``name`` at a timed case; every phase of an edge or large case is "edge cases"."""
+        return self.clock(name if self._timed_case else "edge cases")
+
     def compile(self, build_dir: Path) -> None:
         """nvcc for every CUDA kernel (in parallel: each is its own process), then load them."""
+        with self.clock("compile"):
+            self._compile(build_dir)
+
+    def _compile(self, build_dir: Path) -> None:
         self.build_dir = build_dir
         # Nothing to compile where nothing can run (too old a GPU for this experiment, say):
         # nvcc would fail for an architecture the kernels were never meant for.
@@ -239,7 +285,7 @@ class Runner:
             if isinstance(k, PythonKernel):
                 self.kernel_info[k.name] = KernelInfo(k.source, k.function, "python",
                                                       expected_failure=k.expected_failure)
-                if not self.unavailable and not self.missing(k.requires):
+                if not self.unavailable and not self.missing(k.requires) and (self.only is None or k.name in self.only):
                     self.modules[k.name] = _load_module(self.folder / k.source,
                                                         f"notebook_snippets.{self.exp.name}.{k.name}")
                 continue
@@ -287,43 +333,48 @@ class Runner:
 
     # -- one case ----------------------------------------------------------------------------
     def run_case(self, case: Case, timed: bool) -> list[Row]:
+        self._timed_case = timed
         exp = self.exp
         base = {"case": case.name, "params": case.params, "timed": timed,
                 "bytes": exp.bytes_moved(case) if exp.bytes_moved else None,
                 "flops": exp.flops(case) if exp.flops else None,
                 "intensity": exp.intensity(case) if exp.intensity else None}
         runnables = self.runnables()
-        try:
-            rng = protocol.case_rng(exp, case)
-            inputs = host_call(exp.inputs, "inputs", case, case, rng)
-            reference, shapes = self.reference_and_shapes(case, inputs)
-        except CaseError as e:
-            return [Row(kind=r.kind, name=r.name, status="failed", error=str(e),
-                        device=r.device if r.kind == "baseline" else None, **base) for r in runnables]
-        host_out = {name: np.empty(shapes[name], dtype) for name, dtype in exp.outputs.items()}
-        try:
-            self.case_arrays = CaseArrays(self.cuda, inputs, host_out)
-        except self.cuda.Error as e:  # out of device memory, say: this case fails, the others still run
-            self.check_context(f"allocating case {case.name}")
-            return [Row(kind=r.kind, name=r.name, status="failed", error=f"the case's buffers: {type(e).__name__}: {e}",
-                        device=r.device if r.kind == "baseline" else None, **base) for r in runnables]
+        with self.phase("inputs"):
+            try:
+                rng = protocol.case_rng(exp, case)
+                inputs = host_call(exp.inputs, "inputs", case, case, rng)
+                reference, shapes = self.reference_and_shapes(case, inputs)
+            except CaseError as e:
+                return [Row(kind=r.kind, name=r.name, status="failed", error=str(e),
+                            device=r.device if r.kind == "baseline" else None, **base) for r in runnables]
+            host_out = {name: np.empty(shapes[name], dtype) for name, dtype in exp.outputs.items()}
+            try:
+                self.case_arrays = CaseArrays(self.cuda, inputs, host_out)
+            except self.cuda.Error as e:  # out of device memory, say: this case fails, the others still run
+                self.check_context(f"allocating case {case.name}")
+                return [Row(kind=r.kind, name=r.name, status="failed", error=f"the case's buffers: {type(e).__name__}: {e}",
+                            device=r.device if r.kind == "baseline" else None, **base) for r in runnables]
         rows: list[Row] = []
         try:
             if timed and exp.time_transfers and self.only is None:
-                rows += self.transfer_rows(self.case_arrays, base)
+                with self.phase("timing"):
+                    rows += self.transfer_rows(self.case_arrays, base)
             for r in runnables:
                 time_it = timed and (r.timed_cases is None or case.name in r.timed_cases)
                 if timed and not time_it and r.kind == "kernel":
                     row = Row(kind=r.kind, name=r.name, status="skipped", **base,
                               error=f"not run at {case.name} (timed at {', '.join(r.timed_cases)})")
                 else:
-                    row = self.measure(r, case, base, inputs, reference, time_it)
+                    with self.phase("baselines" if r.kind == "baseline" else "verify"):
+                        row = self.measure(r, case, base, inputs, reference, time_it)
                 rows.append(row)
                 self.log_row(len(rows), row)
             if timed and self.with_baselines and self.only is None and exp.phases and case.name in exp.phases.cases:
-                rows += phases.measure(exp.phases, self.folder, case, inputs, self.build_dir,
-                                       lambda outputs: self._verify(outputs, inputs, reference, None, case)[:2],
-                                       dict(os.environ), base)
+                with self.phase("baselines"):
+                    rows += phases.measure(exp.phases, self.folder, case, inputs, self.build_dir,
+                                           lambda outputs: self._verify(outputs, inputs, reference, None, case)[:2],
+                                           dict(os.environ), base)
         finally:
             self.case_arrays.free()
         return rows
@@ -373,7 +424,7 @@ class Runner:
                 return self.case_arrays.fetch(r.device, returned)
             measured = protocol.measure(lambda: self.case_arrays.poison(r.device), go, fetch,
                                         lambda outputs: self._verify(outputs, inputs, reference, r.tolerance, case),
-                                        lambda: self.timer.time(go) if r.device == "gpu" else time_cpu(go), time_it)
+                                        lambda: self._time(r, go), time_it)
         except Unsupported as e:
             return _skipped(row, e, r.library)
         except protocol.StepFailed as e:
@@ -387,6 +438,10 @@ class Runner:
         row.verify_s, row.time = measured.verify_s, measured.time
         row.digest = digest(measured.outputs)
         return row
+
+    def _time(self, r: Runnable, go: Callable[[], object]):
+        with self.phase("baselines" if r.kind == "baseline" else "timing"):
+            return self.timer.time(go) if r.device == "gpu" else time_cpu(go)
 
     def _synchronize(self, r: Runnable) -> None:
         if r.device == "gpu":
@@ -470,7 +525,6 @@ def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: Ceiling |
     copy bandwidth is measured here, unless ``measure_ceiling`` is False (a run that only
     verifies). ``cases``, ``edge_cases`` and ``large_cases`` default to the declaration's;
     ``only`` names the kernels and baselines to run (all when None)."""
-    t0 = time.perf_counter()
     runner = Runner(exp, folder, root, log, cubin_cache)
     runner.with_baselines = with_baselines
     runner.only = only
@@ -478,7 +532,8 @@ def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: Ceiling |
         with tempfile.TemporaryDirectory(prefix="notebook-cubin-", dir=cubin_cache) as build_dir:
             runner.compile(Path(build_dir))  # kept for the phase program's fresh processes
             if ceiling is None and measure_ceiling:
-                ceiling, _ = runner.timer.copy_bandwidth()
+                with runner.clock("timing"):
+                    ceiling, _ = runner.timer.copy_bandwidth()
             plan = ([(c, True) for c in (exp.cases if cases is None else cases)]
                     + [(c, False) for c in (exp.edge_cases if edge_cases is None else edge_cases)]
                     + [(c, False) for c in (exp.large_cases if large_cases is None else large_cases)])
@@ -494,5 +549,5 @@ def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: Ceiling |
             pass
     return Record(experiment=exp.name, title=exp.title, gpu=info["gpu"], provenance=Provenance(**info),
                   ceiling=ceiling, kernels=runner.kernel_info, rows=rows, status="ok",
-                  duration_s=round(time.perf_counter() - t0, 2))
+                  phases_s=runner.clock.rounded())
 

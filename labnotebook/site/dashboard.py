@@ -14,7 +14,7 @@ from ..run.declare import Baseline, Experiment
 from . import fmt, profiles
 from .context import Context, mark, marker
 from .fmt import cell
-from .tables import short, table
+from .tables import refresh_time, short, table
 from .results import Problem
 
 
@@ -120,7 +120,7 @@ def dashboard_table(ctx: Context, rows: list[Line]) -> str:
 
 def execution_summary(ctx: Context) -> str:
     """Like sphinx-gallery's computation times: each experiment's last run on each GPU."""
-    head = ["experiment", "GPU", "date", "commit", "run time", "state", "rows", "compute-sanitizer"]
+    head = ["experiment", "GPU", "date", "commit", "refresh", "state", "rows", "compute-sanitizer"]
     lines = []
     for experiment in ctx.results.folders:
         for g in ctx.gpus:
@@ -140,7 +140,34 @@ def execution_summary(ctx: Context) -> str:
             date = record.failed_at or (record.provenance.date if record.provenance else "")
             p = record.provenance
             commit = f"`{p.git_commit[:10]}`" if p and p.git_commit else "–"
-            run_time = f"{fmt.sig(record.duration_s, 3)} s" if record.duration_s is not None else "–"
+            run_time = refresh_time(record) or "–"
             lines.append([link, cell(g), f"{date[:16].replace('T', ' ')} UTC", commit, run_time, state, shown,
                           san_text])
     return table(head, lines)
+
+
+def refresh_cost(ctx: Context) -> str:
+    """Where each GPU's refresh spent its wall time: per experiment, ``Record.wall_s`` split
+    into its phases (``records.PHASES``), and the sum over the GPU's results files."""
+    from ..records import PHASES
+    from ..store import CEILINGS
+
+    out = []
+    for g in ctx.gpus:
+        records = [(name, ctx.view(name, g, note=False).record) for name in [CEILINGS, *ctx.results.folders]]
+        records = [(n, r) for n, r in records if r is not None and r.wall_s is not None]
+        if not records:
+            out.append(f"**{cell(g)}**: no results file records its refresh time yet (format 5 and later do).\n")
+            continue
+        phases = [p for p in PHASES if any(p in r.phases_s for _, r in records)]
+        lines = [[n if n == CEILINGS else f"[{n}]({n}.md)", f"**{fmt.sig(r.wall_s, 3)}**",
+                  *[fmt.sig(r.phases_s[p], 2) if p in r.phases_s else "–" for p in phases]] for n, r in records]
+        total = sum(r.wall_s for _, r in records)
+        lines.append(["**sum**", f"**{fmt.sig(total, 3)}**",
+                      *[fmt.sig(sum(r.phases_s.get(p, 0.0) for _, r in records), 3) for p in phases]])
+        missing = [n for n in ctx.results.folders if n not in dict(records)]
+        note = f" Not counted (no refresh time on record): {', '.join(missing)}." if missing else ""
+        out.append(f"**{cell(g)}**: the sum of the results files' wall times is {fmt.sig(total, 3)} s "
+                   f"({fmt.sig(total / 60, 2)} minutes).{note}\n\n"
+                   + table(["experiment", "wall s", *phases], lines))
+    return "\n\n".join(out) + "\n"

@@ -264,6 +264,12 @@ def execution_summary(ctx):
 
 
 @macro("block")
+def refresh_cost(ctx):
+    """What refreshing the notebook cost on each GPU: every results file's wall time, by phase."""
+    return board.refresh_cost(ctx)
+
+
+@macro("block")
 def results_provenance(ctx):
     """Which runs the site's numbers come from: per GPU, the dates and commits of its results."""
     lines = []
@@ -465,7 +471,7 @@ def _names(x) -> str:
 
 MACROS = [results_table, side_by_side, checks, kernel_report, end_to_end, gpu_table, phase_table, gpu_facts,
           run_output, sources, reproduce, entry_results, sweep_plot, case_bars, rung_bars, phase_chart, dashboard,
-          ceiling_chart, execution_summary, results_provenance, value, ceiling, compare, best,
+          ceiling_chart, execution_summary, refresh_cost, results_provenance, value, ceiling, compare, best,
           same_output, claim, profile, profile_gain, limiter, roofline]
 
 

@@ -224,9 +224,18 @@ def provenance(view: View) -> str:
     parts.append(f"sources `{record.source_hash}` ({view.state})")
     if record.ceiling and record.ceiling.gbs:
         parts.append(f"copy ceiling {fmt.rate(record.ceiling.gbs, 'GB/s')} measured in the same run")
-    if record.duration_s is not None:
-        parts.append(f"ran in {fmt.sig(record.duration_s, 2)} s")
+    if refresh_time(record):
+        parts.append(refresh_time(record))
     return f'!!! info "Measured on {cell(view.gpu)}"\n    ' + " · ".join(parts) + "\n"
+
+
+def refresh_time(record) -> str | None:
+    """What the record's refresh took, in words: the whole of it, or (files of format 4 and older)
+    the timed run alone; None where neither was recorded."""
+    if record.wall_s is not None:
+        return f"refreshed in {fmt.sig(record.wall_s, 2)} s"
+    run = record.phases_s.get("timed run")
+    return f"ran in {fmt.sig(run, 2)} s" if run is not None else None
 
 
 def phase_table(view: View, case: str) -> str:
