@@ -66,9 +66,10 @@ class Options:
     shared_slots: int = 4  # sanitizer jobs that may share one GPU
 
 
-def worker_env(gpu: int | None = None, cpus: list[int] | None = None) -> dict[str, str]:
+def worker_env(gpu: int | None = None, cpus: list[int] | None = None, sharing: int = 1) -> dict[str, str]:
     """Workers import this very package, wherever the project being built lives, see only their
-    own GPU (as device 0) while knowing its index on the machine, and keep to ``cpus``."""
+    own GPU (as device 0) while knowing its index on the machine, keep to ``cpus``, and know how
+    many GPUs' workers share the machine's memory (``sharing``)."""
     package_parent = str(Path(__file__).resolve().parent.parent)
     path = os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
@@ -76,6 +77,7 @@ def worker_env(gpu: int | None = None, cpus: list[int] | None = None) -> dict[st
         env.update(CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=str(gpu), NOTEBOOK_DEVICE_INDEX=str(gpu))
     if cpus:
         env["NOTEBOOK_CPUS"] = ",".join(map(str, cpus))
+    env["NOTEBOOK_GPUS_SHARING"] = str(sharing)
     return env
 
 
@@ -316,7 +318,7 @@ class Build:
             with tempfile.TemporaryDirectory(prefix="notebook-sanitize-") as tmp:
                 out = Path(tmp) / "r.json"
                 worker = self.worker_command(name, ["--verify-only", "--out", str(out)])
-                status, lines = run_process(command(tool, worker), self.root, worker_env(g, self.cores.get(g)),
+                status, lines = run_process(command(tool, worker), self.root, self.env(g),
                                             exp.time_limit_s, relay=None)
                 finished = status is not None and out.exists() and "format" in read_json(out)
             if status is None:
@@ -349,7 +351,7 @@ class Build:
                 worker = self.worker_command(name, ["--profile", "--out", str(out)])
                 # LC_ALL=C: ncu formats numbers by locale ("1.234,5" under de_DE); the parser reads "1,234.5".
                 status, lines = run_process(profile.command(worker, report), self.root,
-                                            {**worker_env(g, self.cores.get(g)), "LC_ALL": "C"},
+                                            {**self.env(g), "LC_ALL": "C"},
                                             exp.time_limit_s, relay=None)
                 launched = read_json(out) if out.exists() else {}
                 text = report.read_text(errors="replace") if report.exists() else ""
@@ -407,6 +409,9 @@ class Build:
         record.sources = dict(key.files) if key else {}
 
     # -- workers --------------------------------------------------------------------------------
+    def env(self, gpu: int) -> dict[str, str]:
+        return worker_env(gpu, self.cores.get(gpu), len(self.options.gpus))
+
     def worker_command(self, name: str, args: list[str]) -> list[str]:
         return [sys.executable, "-m", "labnotebook.run.worker", name, "--root", str(self.root),
                 "--cubin-cache", str(self.cubin_cache), *args]
@@ -418,7 +423,7 @@ class Build:
         with tempfile.TemporaryDirectory(prefix="notebook-run-") as tmp:
             out = Path(tmp) / "record.json"
             status, lines = run_process(self.worker_command(name, [*args, "--out", str(out)]), self.root,
-                                        worker_env(gpu, self.cores.get(gpu)), time_limit,
+                                        self.env(gpu), time_limit,
                                         relay=lambda line: self.console.print(prefix + line, markup=False,
                                                                               highlight=False))
             if status is None:
