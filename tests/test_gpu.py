@@ -151,3 +151,33 @@ def test_engine_timing_agrees_with_triton_do_bench(name, kernel, case):
     finally:
         runner.close()
     assert abs(ours - theirs) / theirs < 0.05, (ours, theirs)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_gpu_check_gives_the_cpu_numbers_or_defers(seed):
+    """``within_on_gpu`` proves what ``_within`` proves, with the same numbers, over outputs of
+    several chunks with non-finite values, zeros and near-bound errors planted anywhere; what it
+    cannot prove it leaves to the CPU (None), and never passes an output the exact check fails."""
+    torch = pytest.importorskip("torch")
+    from labnotebook.run.declare import Tolerance
+    from labnotebook.run.protocol import verify
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3 * 4096))
+    want = rng.standard_normal(n) * 10.0 ** rng.integers(-20, 20)
+    got = (want * (1 + rng.standard_normal(n) * 10.0 ** rng.integers(-9, -4))).astype(np.float32)
+    for _ in range(int(rng.integers(0, 3))):
+        i = int(rng.integers(n))
+        (got if rng.random() < 0.5 else want)[i] = rng.choice([np.nan, np.inf, -np.inf, 0.0, -0.0, 3.4e38])
+    tol = Tolerance(atol=float(rng.choice([0.0, 1e-6])), rtol=float(rng.choice([0.0, 1e-6, 1e-4])))
+    old_chunk, verify.GPU_CHUNK = verify.GPU_CHUNK, 4096  # several chunks, at a test's size
+    try:
+        on_gpu = verify.within_on_gpu(torch.from_numpy(got).cuda(), torch.from_numpy(want).cuda(), tol)
+    finally:
+        verify.GPU_CHUNK = old_chunk
+    on_cpu = verify.compare(got, want, tol)
+    quick = verify._within(got, want, tol)
+    assert (on_gpu is None) == (quick is None)
+    if on_gpu is not None:
+        assert on_cpu.ok and (on_gpu.max_abs_err, on_gpu.max_rel_err, on_gpu.bound_ratio, on_gpu.elements) == \
+            (on_cpu.max_abs_err, on_cpu.max_rel_err, on_cpu.bound_ratio, on_cpu.elements)

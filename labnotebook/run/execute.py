@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -39,11 +40,12 @@ from .device import describe, open_context
 from .draw import threads
 from .protocol import POISON_BYTE
 from .protocol.timing import GpuTimer, time_cpu
-from .protocol.verify import reference_in_slices, verify_outputs
+from .protocol.verify import Comparison, reference_in_slices, verify_outputs, within_on_gpu
 DIGEST_SLICE = 64 << 20
 # The most a kept float64 reference may take, on any machine: enough for 2^31 elements and some
 # (a reference recomputed for every kernel and baseline costs far more than the memory).
 REFERENCE_CAP = 24 << 30
+GPU_HEADROOM = 4 << 30  # device memory left free beside a reference uploaded for the GPU check
 
 
 def reference_budget() -> int:
@@ -177,6 +179,7 @@ class CaseArrays:
                 cuda.memcpy_htod(self.dev_in[k].gpudata, np.ascontiguousarray(v))
         self.dev_out = {k: alloc(v) for k, v in host_out.items()}
         self._torch: tuple[dict, dict] | None = None
+        self._reference_on_gpu: dict = {}  # output name -> its reference on the GPU, or None: no room
 
     def arrays(self, library: str) -> tuple[dict, dict]:
         if library == "numpy":
@@ -191,6 +194,18 @@ class CaseArrays:
             self._torch = ({k: view(v) for k, v in self.dev_in.items()},
                            {k: view(v) for k, v in self.dev_out.items()})
         return self._torch
+
+    def reference_on_gpu(self, reference: Mapping[str, np.ndarray], name: str):
+        """``reference[name]`` as a torch tensor on the GPU, uploaded once per case; None where
+        it would not leave ``GPU_HEADROOM`` free."""
+        if name not in self._reference_on_gpu:
+            import torch
+
+            want = np.ascontiguousarray(reference[name])
+            free, _ = torch.cuda.mem_get_info()
+            self._reference_on_gpu[name] = torch.from_numpy(want).to("cuda") \
+                if want.nbytes + GPU_HEADROOM < free else None
+        return self._reference_on_gpu[name]
 
     def poison(self, device: str) -> None:
         if device == "cpu":
@@ -214,6 +229,9 @@ class CaseArrays:
 
     def free(self) -> None:
         self._torch = None
+        self._reference_on_gpu = {}
+        if "torch" in sys.modules:  # what torch's allocator keeps, PyCUDA's next case may need
+            sys.modules["torch"].cuda.empty_cache()
         for a in (*self.dev_in.values(), *self.dev_out.values()):
             try:
                 a.gpudata.free()
@@ -241,6 +259,7 @@ class Runner:
         self.build_dir: Path | None = None
         self.case_arrays: CaseArrays | None = None  # the case being run: its inputs and outputs
         self.clock = Clock()
+        self.gpu_checks = True  # large outputs checked on the GPU first (not under a sanitizer)
         self._timed_case = True  # whether the case being run is timed (its phases are counted apart)
         self.unavailable = self.missing(exp.requires, exp.min_compute_capability)
 
@@ -419,11 +438,16 @@ class Runner:
             row.launch = LaunchShape(tuple(int(g) for g in self._last_launch.grid),
                                      tuple(int(b) for b in self._last_launch.block), self._last_launch.shared_bytes)
         try:
+            on_gpu = False  # whether the outputs are where the kernel wrote them, in dev_out
+
             def fetch(returned):
+                nonlocal on_gpu
                 self._synchronize(r)
+                on_gpu = r.device == "gpu" and not isinstance(returned, Mapping)
                 return self.case_arrays.fetch(r.device, returned)
             measured = protocol.measure(lambda: self.case_arrays.poison(r.device), go, fetch,
-                                        lambda outputs: self._verify(outputs, inputs, reference, r.tolerance, case),
+                                        lambda outputs: self._verify(outputs, inputs, reference, r.tolerance, case,
+                                                                     on_gpu),
                                         lambda: self._time(r, go), time_it)
         except Unsupported as e:
             return _skipped(row, e, r.library)
@@ -475,13 +499,24 @@ class Runner:
         return lambda: fn(*args, grid=grid, block=block, shared=launch.shared_bytes)
 
     def _verify(self, outputs, inputs, reference, tolerance: Tolerances | None,
-                case: Case) -> tuple[Check, str, str | None]:
-        """The protocol's verification, with the tolerance declared for this case."""
+                case: Case, on_gpu: bool = False) -> tuple[Check, str, str | None]:
+        """The protocol's verification, with the tolerance declared for this case; ``on_gpu``:
+        the outputs are also on the GPU, in the case's buffers, for the quick check there."""
         tolerance = host_call(tolerance_at, "tolerance", case, tolerance or self.exp.tolerance, case)
 
         def reference_slice(**rows):  # a row-wise reference too big to keep, a slice at a time
             return host_call(self.exp.reference, "reference", None, **rows)
-        return verify_outputs(outputs, list(self.exp.outputs), tolerance, reference, inputs, reference_slice)
+
+        def check_on_gpu(name: str, tol) -> Comparison | None:
+            try:
+                want = self.case_arrays.reference_on_gpu(reference, name)
+                return within_on_gpu(self.case_arrays.arrays("torch")[1][name], want, tol) if want is not None else None
+            except Exception as e:  # no torch here, or no room: the CPU checks it all the same
+                self.log(f"  (checking {name} on the CPU: {type(e).__name__}: {e})")
+                return None
+        use_gpu = on_gpu and self.gpu_checks and reference is not None and module_installed("torch")
+        return verify_outputs(outputs, list(self.exp.outputs), tolerance, reference, inputs, reference_slice,
+                              check_on_gpu if use_gpu else None)
 
     def check_context(self, where: str) -> None:
         """After an error, find out whether the context survived; if not, stop everything."""
@@ -519,15 +554,17 @@ def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: Ceiling |
                    log: Callable[[str], None] = print, measure_ceiling: bool = True, cases: list[Case] | None = None,
                    edge_cases: list[Case] | None = None, large_cases: list[Case] | None = None,
                    with_baselines: bool = True, only: set[str] | None = None,
-                   cubin_cache: Path | None = None) -> Record:
+                   cubin_cache: Path | None = None, gpu_checks: bool = True) -> Record:
     """Run ``exp`` and return its results record, unjudged (``labnotebook.policy`` decides what
     the rows mean for the run). Without a ``ceiling`` (the build's, measured on this GPU) the
     copy bandwidth is measured here, unless ``measure_ceiling`` is False (a run that only
     verifies). ``cases``, ``edge_cases`` and ``large_cases`` default to the declaration's;
-    ``only`` names the kernels and baselines to run (all when None)."""
+    ``only`` names the kernels and baselines to run (all when None); ``gpu_checks`` False keeps
+    every check on the CPU (under a sanitizer, whose report must hold our kernels alone)."""
     runner = Runner(exp, folder, root, log, cubin_cache)
     runner.with_baselines = with_baselines
     runner.only = only
+    runner.gpu_checks = gpu_checks
     try:
         with tempfile.TemporaryDirectory(prefix="notebook-cubin-", dir=cubin_cache) as build_dir:
             runner.compile(Path(build_dir))  # kept for the phase program's fresh processes

@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
                                     log=(lambda line: None) if check else (lambda line: print(line, flush=True)),
                                     measure_ceiling=not check, cases=[] if check else pick(exp.cases),
                                     edge_cases=pick(exp.edge_cases), large_cases=[] if check else pick(exp.large_cases),
-                                    with_baselines=not check, only=only, cubin_cache=args.cubin_cache)
+                                    with_baselines=not check, only=only, cubin_cache=args.cubin_cache,
+                                    gpu_checks=not check)
         record.peak_host_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     except NotebookError as e:
         args.out.write_text(json.dumps({"error": str(e), "detail": e.detail}))

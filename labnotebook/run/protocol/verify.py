@@ -11,6 +11,12 @@ whole-array operations: every error finite and every error under its bound. Anyt
 non-finite value anywhere, an element at or past its bound) goes to the exact one
 (``_exact``), which counts and locates every mismatch. Both give the same numbers for a block
 that passes; the quick one is about ten times faster, and passing blocks are nearly all of them.
+
+On the GPU machine an output of ``GPU_CHECK_MIN`` elements or more is first given the quick
+proof on the GPU (``within_on_gpu``: the same float64 operations, so the same numbers, over the
+output where the kernel wrote it and the reference uploaded once per case). One core pass of
+NumPy over 2^31 elements takes seconds, and the GIL keeps threads from dividing it; the GPU
+takes milliseconds. Anything it does not prove goes to the CPU's checks above, unchanged.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Mapping
+
+import math
 
 import numpy as np
 
@@ -27,6 +35,8 @@ from ..draw import threads
 
 SLICE = 1 << 21  # elements compared at a time by one thread
 BLOCK = 1 << 16  # elements checked at once within a slice: 512 KiB per float64 temporary
+GPU_CHECK_MIN = 1 << 24  # elements from which an output is checked on the GPU first
+GPU_CHUNK = 1 << 26  # elements the GPU checks at once: 512 MiB per float64 temporary
 
 
 def reference_in_slices(inputs: Mapping[str, np.ndarray], reference: Callable[..., Mapping[str, np.ndarray]],
@@ -101,6 +111,39 @@ def _within(got: np.ndarray, want: np.ndarray, tol: Tolerance) -> Comparison | N
         return None
     return Comparison(ok=True, max_abs_err=float(max_abs), max_rel_err=float(max_rel), mismatches=0,
                       elements=int(got.size), bound_ratio=float(ratio))
+
+
+def within_on_gpu(got, want, tol: Tolerance) -> Comparison | None:
+    """``_within`` on the GPU, over a whole output (torch tensors on the GPU: the output and its
+    reference), a chunk at a time, with the same float64 operations in the same order (each
+    one correctly rounded, none fused), so the same numbers. None: not proved (a non-finite
+    value, an element at or past its bound, or shapes that differ); the CPU decides."""
+    import torch
+
+    if tuple(got.shape) != tuple(want.shape) or got.numel() == 0:
+        return None
+    g, w = got.reshape(-1), want.reshape(-1)
+    maxima = []
+    for lo in range(0, g.numel(), GPU_CHUNK):
+        part = w[lo:lo + GPU_CHUNK]
+        err = g[lo:lo + GPU_CHUNK].to(torch.float64).sub_(part).abs_()
+        scale = part.abs().to(torch.float64)
+        quotient = err / scale
+        # 0 / 0 (exact where the reference is 0) is NaN: skipped, as fmax does on the CPU.
+        max_rel = quotient.nan_to_num_(nan=0.0, posinf=math.inf).max()
+        scale.mul_(tol.rtol).add_(tol.atol)
+        torch.div(err, scale, out=quotient)
+        ratio = quotient.nan_to_num_(nan=0.0, posinf=math.inf).max()
+        finite = torch.isfinite(err).all().to(torch.float64)
+        maxima.append(torch.stack([finite, err.max(), max_rel, ratio]))
+    rows = torch.stack(maxima).tolist()  # one synchronisation for the whole output
+    if not all(finite == 1.0 for finite, *_ in rows):
+        return None
+    max_abs, max_rel, ratio = (max(r[i] for r in rows) for i in (1, 2, 3))
+    if not ratio < 1.0:
+        return None
+    return Comparison(ok=True, max_abs_err=max_abs, max_rel_err=max_rel, mismatches=0,
+                      elements=int(g.numel()), bound_ratio=ratio)
 
 
 def _exact(got: np.ndarray, want: np.ndarray, tol: Tolerance, base: int) -> Comparison:
@@ -212,14 +255,20 @@ def compare_rowwise(outputs: Mapping[str, np.ndarray], inputs: Mapping[str, np.n
 
 def verify_outputs(outputs: Mapping[str, np.ndarray], names: list[str], tolerance: Tolerance,
                    reference: Mapping[str, np.ndarray] | None, inputs: Mapping[str, np.ndarray],
-                   reference_slice: Callable[..., Mapping[str, np.ndarray]]) -> tuple[Check, str, str | None]:
+                   reference_slice: Callable[..., Mapping[str, np.ndarray]],
+                   on_gpu: Callable[[str, Tolerance], Comparison | None] | None = None) -> tuple[Check, str, str | None]:
     """Every output checked: the worst one's ``Check``, the row's status, and an error naming every
     wrong output. With no whole ``reference`` (a row-wise one too large to keep) each output is
-    checked against ``reference_slice`` computed a slice of rows at a time."""
+    checked against ``reference_slice`` computed a slice of rows at a time. ``on_gpu(name,
+    tolerance)``, where given, is ``within_on_gpu`` for an output that is on the GPU, tried
+    first for outputs of ``GPU_CHECK_MIN`` elements or more."""
     if reference is None:
         checks = compare_rowwise({n: outputs[n] for n in names}, inputs, reference_slice, tolerance)
     else:
-        checks = {n: compare(outputs[n], reference[n], tolerance) for n in names}
+        def one(n: str) -> Comparison:
+            quick = on_gpu(n, tolerance) if on_gpu and np.size(outputs[n]) >= GPU_CHECK_MIN else None
+            return quick or compare(outputs[n], reference[n], tolerance)
+        checks = {n: one(n) for n in names}
     worst = max(checks.values(), key=lambda c: (c.bound_ratio, c.mismatches))
     check = Check(**worst.as_record(), atol=tolerance.atol, rtol=tolerance.rtol)
     bad = [c.describe(n) for n, c in checks.items() if not c.ok]
