@@ -230,7 +230,10 @@ def test_dashboard_covers_every_entry_on_both_gpus(desktop):
     assert frame.evaluate("el => el.scrollWidth <= el.clientWidth"), "the dashboard is cut off at 1400 px"
     names = page.locator(".nb-dashboard td code")
     assert all(n.bounding_box()["height"] < 30 for n in names.all()[:20]), "a name broke across lines"
-    assert "commit" in page.locator("table").last.inner_text()
+    tables = page.locator("table").all_inner_texts()
+    assert any("commit" in t and "refresh" in t for t in tables)  # the execution summary
+    cost = [t for t in tables if "wall s" in t]  # what a refresh costs: one table per GPU, summed
+    assert len(cost) == 2 and all("sum" in t and "sanitizer" in t and "profile" in t for t in cost)
 
 
 def test_tabs_switch_between_kernels(desktop):
