@@ -165,8 +165,11 @@ def refresh_cost(ctx: Context) -> str:
         total = sum(r.wall_s for _, r in records)
         lines.append(["**sum**", f"**{fmt.sig(total, 3)}**",
                       *[fmt.sig(sum(r.phases_s.get(p, 0.0) for _, r in records), 3) for p in phases]])
-        missing = [n for n in ctx.results.folders if n not in dict(records)]
-        note = f" Not counted (no refresh time on record): {', '.join(missing)}." if missing else ""
+        counted = dict(records)
+        untimed = [n for n in ctx.results.folders if n not in counted and ctx.view(n, g, note=False).record]
+        absent = [n for n in ctx.results.folders if not ctx.view(n, g, note=False).record]
+        note = "".join(f" Not counted ({why}): {', '.join(names)}." for why, names in
+                       (("no refresh time on record", untimed), ("no results", absent)) if names)
         out.append(f"**{cell(g)}**: the sum of the results files' wall times is {fmt.sig(total, 3)} s "
                    f"({fmt.sig(total / 60, 2)} minutes).{note}\n\n"
                    + table(["experiment", "wall s", *phases], lines))
