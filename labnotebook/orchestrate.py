@@ -281,19 +281,19 @@ class Build:
         tools = TOOLS if self.options.sanitize and functions else ()
         report: dict[str, dict[str, Verdict]] = {k: {} for k in functions.values()}
         left = set(tools) | ({"profile"} if self.options.profile else set())
-        spans: dict[str, tuple[float, float]] = {}  # each pass's (start, end), for phases_s
+        finished: dict[str, Job] = {}  # each pass's job, for when it ran (phases_s)
 
-        def done(part: str, span: tuple[float, float] | None = None) -> list[Job]:
+        def done(part: str, job: Job | None = None) -> list[Job]:
             left.discard(part)
-            if span:
-                spans[part] = span
+            if job:
+                finished[part] = job
             if left:
                 return []
-            sanitizer = [spans[t] for t in tools if t in spans]
+            sanitizer = [finished[t] for t in tools if t in finished]
             if sanitizer:  # the tools run side by side: the pass took from the first start to the last end
-                record.phases_s["sanitizer"] = round(max(e for _, e in sanitizer) - min(s for s, _ in sanitizer), 2)
-            if "profile" in spans:
-                record.phases_s["profile"] = round(spans["profile"][1] - spans["profile"][0], 2)
+                record.phases_s["sanitizer"] = round(max(j.ended for j in sanitizer) - min(j.started for j in sanitizer), 2)
+            if "profile" in finished:
+                record.phases_s["profile"] = round(finished["profile"].ended - finished["profile"].started, 2)
             if tools:
                 record.sanitizer = {k: {t: report[k][t] for t in TOOLS} for k in report}
                 findings = policy.sanitizer_findings(exp, record.sanitizer)
@@ -311,10 +311,7 @@ class Build:
 
     def sanitizer_job(self, name, exp, tool: str, functions: dict[str, str],
                       report: dict[str, dict[str, Verdict]], done, estimate_s: float) -> Job:
-        span = [0.0, 0.0]
-
         def run(g: int):
-            span[0] = time.perf_counter()
             with tempfile.TemporaryDirectory(prefix="notebook-sanitize-") as tmp:
                 out = Path(tmp) / "r.json"
                 worker = self.worker_command(name, ["--verify-only", "--out", str(out)])
@@ -334,16 +331,14 @@ class Build:
                 {k: Verdict(None, f"the sanitizer job failed: {result}") for k in functions.values()}
             for kernel, v in verdicts.items():
                 report[kernel][tool] = v
-            return done(tool, (span[0], time.perf_counter()))
-        return Job(f"{name}: {tool}", run, timed=False, estimate_s=estimate_s, then=then)
+            return done(tool, job)
+        job = Job(f"{name}: {tool}", run, timed=False, estimate_s=estimate_s, then=then)
+        return job
 
     def profile_job(self, name, exp, record: Record, done, estimate_s: float) -> Job:
         """ncu over a ``--profile`` worker. A profile that fails is recorded as failed with the
         reason; it never fails the run: it explains the numbers, it does not make them."""
-        span = [0.0, 0.0]
-
         def run(g: int) -> ProfilePass:
-            span[0] = time.perf_counter()
             if self.ncu is None:
                 return ProfilePass("skipped", "Nsight Compute (ncu) was not found on the machine that ran this")
             with tempfile.TemporaryDirectory(prefix="notebook-profile-") as tmp:
@@ -370,9 +365,10 @@ class Build:
                 record.provenance = dataclasses.replace(record.provenance, ncu=self.ncu)
             if record.profile.status != "ok":
                 self.console.print(f"[yellow]{name}: profile {record.profile.status}: {escape(record.profile.reason)}[/]")
-            return done("profile", (span[0], time.perf_counter()))
+            return done("profile", job)
         # Timed, so that it has its GPU to itself: ncu's counters are the GPU's, not the process's.
-        return Job(f"{name}: profile", run, timed=True, estimate_s=estimate_s, then=then)
+        job = Job(f"{name}: profile", run, timed=True, estimate_s=estimate_s, then=then)
+        return job
 
     def finish(self, name, gpu_name, key: Key | None, record: Record | None, error: str | None, t0: float,
                gpu: int | None = None) -> list[Job]:

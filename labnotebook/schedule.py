@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -35,6 +36,8 @@ class Job:
     then: Callable[[Any], list["Job"]] | None = None
     # Filled in as it runs.
     ran_on: int | None = field(default=None, init=False)
+    started: float | None = field(default=None, init=False)  # time.perf_counter() when it started
+    ended: float | None = field(default=None, init=False)  # and when it ended, before ``then``
     follow_up: bool = field(default=False, init=False)  # added by another job's ``then``
 
 
@@ -91,10 +94,12 @@ class Scheduler:
         self.on_event(f"GPU {g}: start {job.label}")
 
         def work():
+            job.started = time.perf_counter()
             try:
                 result = job.run(g)
             except BaseException as e:  # reported to `then`, never lost in a thread
                 result = e
+            job.ended = time.perf_counter()
             self.done.put((job, result))
 
         threading.Thread(target=work, name=job.label, daemon=True).start()

@@ -43,13 +43,13 @@ def main(argv: list[str] | None = None) -> int:
         os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
     try:
         if args.experiment == "ceilings":
-            import time
-
+            from .execute import Clock
             from .roofs import measure_ceiling
 
-            t0 = time.perf_counter()
-            record = measure_ceiling()
-            record.phases_s = {"timing": round(time.perf_counter() - t0, 2)}
+            clock = Clock()
+            with clock("timing"):
+                record = measure_ceiling()
+            record.phases_s = clock.rounded()
         else:
             from ..experiments import load
             from .declare import Kernel

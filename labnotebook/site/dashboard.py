@@ -154,8 +154,8 @@ def refresh_cost(ctx: Context) -> str:
 
     out = []
     for g in ctx.gpus:
-        records = [(name, ctx.view(name, g, note=False).record) for name in [CEILINGS, *ctx.results.folders]]
-        records = [(n, r) for n, r in records if r is not None and r.wall_s is not None]
+        stored = {name: ctx.view(name, g, note=False).record for name in [CEILINGS, *ctx.results.folders]}
+        records = [(n, r) for n, r in stored.items() if r is not None and r.wall_s is not None]
         if not records:
             out.append(f"**{cell(g)}**: no results file records its refresh time yet (format 5 and later do).\n")
             continue
@@ -165,9 +165,8 @@ def refresh_cost(ctx: Context) -> str:
         total = sum(r.wall_s for _, r in records)
         lines.append(["**sum**", f"**{fmt.sig(total, 3)}**",
                       *[fmt.sig(sum(r.phases_s.get(p, 0.0) for _, r in records), 3) for p in phases]])
-        counted = dict(records)
-        untimed = [n for n in ctx.results.folders if n not in counted and ctx.view(n, g, note=False).record]
-        absent = [n for n in ctx.results.folders if not ctx.view(n, g, note=False).record]
+        untimed = [n for n in ctx.results.folders if stored[n] is not None and stored[n].wall_s is None]
+        absent = [n for n in ctx.results.folders if stored[n] is None]
         note = "".join(f" Not counted ({why}): {', '.join(names)}." for why, names in
                        (("no refresh time on record", untimed), ("no results", absent)) if names)
         out.append(f"**{cell(g)}**: the sum of the results files' wall times is {fmt.sig(total, 3)} s "

@@ -224,8 +224,8 @@ def provenance(view: View) -> str:
     parts.append(f"sources `{record.source_hash}` ({view.state})")
     if record.ceiling and record.ceiling.gbs:
         parts.append(f"copy ceiling {fmt.rate(record.ceiling.gbs, 'GB/s')} measured in the same run")
-    if refresh_time(record):
-        parts.append(refresh_time(record))
+    if refreshed := refresh_time(record):
+        parts.append(refreshed)
     return f'!!! info "Measured on {cell(view.gpu)}"\n    ' + " · ".join(parts) + "\n"
 
 
