@@ -19,21 +19,22 @@ from .records import KernelProfile, Profile, ProfilePass
 from .run.compile import cuda_tool
 from .run.profiled import MARKER
 
-SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "Occupancy", "LaunchStats", "WarpStateStats")
-# Each field, from the first of its metrics that ncu reported (names differ between versions).
+# The metrics each field is read from, and every stall reason (``STALLS``): the pass collects
+# these and no others. Whole sections (SpeedOfLight, MemoryWorkloadAnalysis, ...) collect dozens
+# more and run their rules on every launch: 7 s more per experiment on an H100, 2026-11-23.
 METRICS = {
-    "duration_ns": ("gpu__time_duration.sum",),
-    "dram_gbs": ("dram__bytes.sum.per_second",),
-    "dram_pct": ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
-                 "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
-    "memory_pct": ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",),
-    "sm_pct": ("sm__throughput.avg.pct_of_peak_sustained_elapsed",),
-    "l1_hit_pct": ("l1tex__t_sector_hit_rate.pct",),
-    "l2_hit_pct": ("lts__t_sector_hit_rate.pct",),
-    "achieved_occupancy_pct": ("sm__warps_active.avg.pct_of_peak_sustained_active",),
-    "theoretical_occupancy_pct": ("sm__maximum_warps_per_active_cycle_pct",),
-    "registers": ("launch__registers_per_thread",),
+    "duration_ns": "gpu__time_duration.sum",
+    "dram_gbs": "dram__bytes.sum.per_second",
+    "dram_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "memory_pct": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "l1_hit_pct": "l1tex__t_sector_hit_rate.pct",
+    "l2_hit_pct": "lts__t_sector_hit_rate.pct",
+    "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "theoretical_occupancy_pct": "sm__maximum_warps_per_active_cycle_pct",
+    "registers": "launch__registers_per_thread",
 }
+STALLS = r"smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
 _STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
 NOT_A_STALL = {"selected"}  # the cycles a warp issued: what the stalls are counted against
 # ncu >= 2023 prints abbreviated units ("ns", "us", "byte/s", "Gbyte/s"); older ones spelled them
@@ -60,12 +61,12 @@ def version() -> str | None:
 
 def command(worker: list[str], report: Path) -> list[str]:
     """``worker`` (a ``--profile`` worker's command line) under ncu, its report going to ``report``."""
-    sections = [arg for s in SECTIONS for arg in ("--section", s)]
+    metrics = ",".join([*METRICS.values(), f"regex:{STALLS}"])
     # --config-file off: no config.ncu-cfg in the project root or ~/.config may add options.
     # --clock-control none: the GPU keeps the clocks it runs at in the timed runs (locking them
     # needs rights the lent machines' tools were seen to work without; the default changed in 2026.1).
     return [ncu_path(), "--config-file", "off", "--target-processes", "all", "--profile-from-start", "off",
-            "--clock-control", "none", *sections,
+            "--clock-control", "none", "--metrics", metrics,
             "--csv", "--page", "raw", "--print-units", "base", "--log-file", str(report), *worker]
 
 
@@ -115,9 +116,8 @@ def _rows(report: str) -> list[dict]:
 
 def _profile(cell: dict, unit: dict) -> KernelProfile:
     fields, units = {}, {}
-    for field, names in METRICS.items():
-        name = next((n for n in names if _number(cell.get(n)) is not None), None)
-        if name is not None:
+    for field, name in METRICS.items():
+        if _number(cell.get(name)) is not None:
             fields[field], units[field] = _number(cell[name]), unit.get(name, "").strip()
     if "duration_ns" in fields:  # a unit we do not know leaves the field out rather than wrong
         scale = _TIME_NS.get(units["duration_ns"] or "ns")

@@ -112,7 +112,7 @@ class Row:
     check: Check | None = None  # the worst output's comparison, where outputs were verified
     verify_s: float | None = None  # seconds spent computing the reference and comparing
     launch: LaunchShape | None = None  # CUDA kernels
-    digest: str | None = None  # hash of the output bytes: equal digests, identical outputs
+    digest: str | None = None  # of the output bytes (run/outputs.py): equal digests, identical outputs
     device: Literal["gpu", "cpu"] | None = None  # baselines: where they ran (how they were timed)
     unavailable: bool = False  # skipped because a module or GPU feature is missing here
     missing_module: str | None = None  # that module, so the build re-runs once it is installed

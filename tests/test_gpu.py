@@ -181,3 +181,54 @@ def test_the_gpu_check_gives_the_cpu_numbers_or_defers(seed):
     if on_gpu is not None:
         assert on_cpu.ok and (on_gpu.max_abs_err, on_gpu.max_rel_err, on_gpu.bound_ratio, on_gpu.elements) == \
             (on_cpu.max_abs_err, on_cpu.max_rel_err, on_cpu.bound_ratio, on_cpu.elements)
+
+
+@pytest.mark.parametrize("dtype, n", [(np.float32, 1), (np.float32, 4097), (np.float16, 12_345), (np.float64, 3),
+                                      (np.uint8, 77), (np.int32, 0)])
+def test_the_digest_on_the_gpu_is_the_digest_on_the_host(monkeypatch, dtype, n):
+    """Same bytes, same digest, wherever they lie: torch's sum on the GPU and NumPy's chunks on
+    the CPU, over several chunks and a zero-padded tail."""
+    torch = pytest.importorskip("torch")
+    from labnotebook.run import outputs
+
+    monkeypatch.setattr(outputs, "CHUNK", 256)
+    a = (np.random.default_rng(n).standard_normal(n) * 1e4).astype(dtype)
+    assert outputs.fingerprint_device(torch.from_numpy(a).cuda()) == outputs.fingerprint_host(a)
+    on_gpu = outputs.Outputs(["y"], device={"y": torch.from_numpy(a).cuda()}, copy=lambda name: a)
+    assert on_gpu.digest() == outputs.Outputs(["y"], host={"y": a}).digest()
+
+
+def test_a_large_output_the_gpu_proves_is_never_copied_to_the_host():
+    """A kernel's 2^24-element output is proved and digested where it was written; the host
+    buffer is never touched. One the GPU cannot prove (a NaN planted) is copied and the CPU
+    names the element."""
+    pytest.importorskip("torch")
+    from labnotebook.run.declare import Tolerance
+    from labnotebook.run.device import open_context
+    from labnotebook.run.execute import CaseArrays
+    from labnotebook.run.outputs import Outputs
+    from labnotebook.run.protocol.verify import GPU_CHECK_MIN, verify_outputs, within_on_gpu
+
+    cuda, _, context = open_context()
+    try:
+        x = np.random.default_rng(0).standard_normal(GPU_CHECK_MIN).astype(np.float32)
+        arrays = CaseArrays(cuda, {"x": x}, {"y": np.full(GPU_CHECK_MIN, 7.0, np.float32)})
+        cuda.memcpy_dtod(arrays.dev_out["y"].gpudata, arrays.dev_in["x"].gpudata, x.nbytes)  # "the kernel"
+        reference = {"y": x.astype(np.float64)}
+        tol = Tolerance(atol=0.0, rtol=0.0)
+
+        def check(outputs):
+            def on_gpu(name, t):
+                return within_on_gpu(outputs.on_gpu(name), arrays.reference_on_gpu(reference, name), t)
+            return verify_outputs(outputs, ["y"], tol, reference, {"x": x}, None, on_gpu)
+        outputs = arrays.fetch("gpu", None, on_gpu=True)
+        assert outputs.on_gpu("y") is not None
+        assert outputs.digest() == Outputs(["y"], host={"y": x}).digest()
+        assert check(outputs)[1] == "ok"
+        assert (arrays.host_out["y"] == 7.0).all()  # never copied
+        cuda.memset_d32(int(arrays.dev_out["y"].gpudata) + 4 * 12345, 0x7FC00000, 1)  # a NaN
+        _, status, error = check(arrays.fetch("gpu", None, on_gpu=True))
+        assert status == "failed" and "[12345]" in error and np.isnan(arrays.host_out["y"][12345])
+        arrays.free()
+    finally:
+        context.pop()

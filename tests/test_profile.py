@@ -1,13 +1,15 @@
 """Reading Nsight Compute's raw CSV report: units, launch order, markers, stall shares."""
 
-from labnotebook.profile import command, parse, short_name
+import re
+
+from labnotebook.profile import METRICS, STALLS, command, parse, short_name
 from labnotebook.run.profiled import MARKER
 
 from conftest import FAULTS
 
 HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
           '"Device","CC","gpu__time_duration.sum","dram__bytes.sum.per_second",'
-          '"dram__throughput.avg.pct_of_peak_sustained_elapsed",'
+          '"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",'
           '"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",'
           '"sm__throughput.avg.pct_of_peak_sustained_elapsed","launch__registers_per_thread",'
           '"smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",'
@@ -42,6 +44,7 @@ def test_markers_cut_the_launches_and_units_become_ns_and_gbs():
     k = add.main
     assert k.function == "add<…>" and k.duration_ns == 1250500.0 and k.dram_gbs == 3100.0
     assert k.registers == 32 and k.block == "(256, 1, 1)" and k.limiter == "memory"
+    assert k.dram_pct == 91.0 and k.memory_pct == 91.0 and k.sm_pct == 12.0
     assert k.stalls == {"long_scoreboard": 0.75, "barrier": 0.25}
     gemm = result.profiles["cuBLAS"]
     assert [x.function for x in gemm.launches] == ["cutlass::Kernel<…>", "splitKreduce_kernel"]
@@ -88,6 +91,16 @@ def test_the_command_profiles_the_worker_and_its_children_from_the_markers_on(tm
     for flag in ("--target-processes", "--profile-from-start", "--csv", "--log-file"):
         assert flag in cmd
     assert cmd[cmd.index("--profile-from-start") + 1] == "off" and cmd[cmd.index("--page") + 1] == "raw"
+
+
+def test_the_command_collects_exactly_the_metrics_the_report_is_read_from(tmp_path):
+    cmd = command(["python3", "x.py"], tmp_path / "r.csv")
+    assert "--section" not in cmd and "--set" not in cmd  # sections would collect far more, slowly
+    asked = cmd[cmd.index("--metrics") + 1].split(",")
+    assert asked[:-1] == list(METRICS.values()) and asked[-1] == f"regex:{STALLS}"
+    for name in re.findall(r'"(smsp__[^"]+)"', HEADER):  # every stall reason ncu prints is asked for
+        assert re.fullmatch(STALLS, name)
+    assert not re.fullmatch(STALLS, "smsp__average_warp_latency_per_inst_issued.ratio")
 
 
 def test_each_kernel_is_profiled_at_the_headline_or_its_largest_timed_case():

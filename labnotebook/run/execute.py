@@ -15,7 +15,6 @@ takes down this experiment alone. Judging the rows (expected failures, what fail
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import sys
@@ -40,8 +39,8 @@ from .device import describe, open_context
 from .draw import threads
 from .protocol import POISON_BYTE
 from .protocol.timing import GpuTimer, time_cpu
-from .protocol.verify import Comparison, reference_in_slices, verify_outputs, within_on_gpu
-DIGEST_SLICE = 64 << 20
+from .protocol.verify import GPU_CHECK_MIN, Comparison, reference_in_slices, verify_outputs, within_on_gpu
+from .outputs import Outputs, torch_view
 # The most a kept float64 reference may take, on any machine: enough for 2^31 elements and some
 # (a reference recomputed for every kernel and baseline costs far more than the memory).
 REFERENCE_CAP = 24 << 30
@@ -107,19 +106,8 @@ def host_call(fn, what: str, case: Case | None, *args, **kwargs):
         raise CaseError(f"host code {what}() raised {type(e).__name__}: {e}{where}") from e
 
 
-def digest(arrays: dict[str, np.ndarray]) -> str:
-    """A hash of the outputs' bytes (equal digests: identical outputs), hashed in slices on
-    every core so that gigabytes take a second, not a minute."""
-    def one(chunk: memoryview) -> bytes:
-        return hashlib.sha256(chunk).digest()
-    h = hashlib.sha256()
-    for name in sorted(arrays):
-        data = memoryview(np.ascontiguousarray(arrays[name])).cast("B")
-        chunks = [data[i:i + DIGEST_SLICE] for i in range(0, len(data), DIGEST_SLICE)] or [data]
-        with ThreadPoolExecutor(threads()) as pool:
-            for d in pool.map(one, chunks):
-                h.update(d)
-    return h.hexdigest()[:16]
+def _elements(value) -> int:
+    return value.numel() if hasattr(value, "numel") else int(np.prod(np.shape(value)))
 
 
 def _as_numpy(value) -> np.ndarray:
@@ -216,16 +204,23 @@ class CaseArrays:
                 if a.nbytes:
                     self.cuda.memset_d8(a.gpudata, POISON_BYTE, a.nbytes)
 
-    def fetch(self, device: str, returned) -> dict[str, np.ndarray]:
-        """The outputs on the host: what the runnable returned as ``{name: array}``, else what it
-        wrote in place (a library call's own return value, the out= array, is ignored)."""
+    def fetch(self, device: str, returned, on_gpu: bool) -> Outputs:
+        """The outputs: what the runnable returned as ``{name: array}``, else what it wrote in
+        place (a library call's own return value, the out= array, is ignored). Those on the
+        GPU stay there until read; with ``on_gpu``, each of ``GPU_CHECK_MIN`` elements or more
+        gets a torch view there, for the check and the digest."""
         if isinstance(returned, Mapping):
-            return {k: _as_numpy(v) for k, v in returned.items()}
-        if device == "gpu":
-            for k, a in self.dev_out.items():
-                if a.nbytes:
-                    self.cuda.memcpy_dtoh(self.host_out[k], a.gpudata)
-        return self.host_out
+            views = {k: torch_view(v) for k, v in returned.items() if on_gpu and _elements(v) >= GPU_CHECK_MIN}
+            return Outputs(returned, device=views, copy=lambda k: _as_numpy(returned[k]))
+        if device == "cpu":
+            return Outputs(self.host_out, host=self.host_out)
+        views = {k: self.arrays("torch")[1][k] for k, a in self.dev_out.items() if on_gpu and a.size >= GPU_CHECK_MIN}
+
+        def copy(name: str) -> np.ndarray:
+            if self.dev_out[name].nbytes:
+                self.cuda.memcpy_dtoh(self.host_out[name], self.dev_out[name].gpudata)
+            return self.host_out[name]
+        return Outputs(self.host_out, device=views, copy=copy)
 
     def free(self) -> None:
         self._torch = None
@@ -437,17 +432,17 @@ class Runner:
         if self._last_launch is not None:
             row.launch = LaunchShape(tuple(int(g) for g in self._last_launch.grid),
                                      tuple(int(b) for b in self._last_launch.block), self._last_launch.shared_bytes)
+        # Large outputs on the GPU are checked and digested there (not under a sanitizer, whose
+        # report must hold our kernels alone, and not without torch).
+        views = r.device == "gpu" and self.gpu_checks and module_installed("torch")
         try:
-            on_gpu = False  # whether the outputs are where the kernel wrote them, in dev_out
-
-            def fetch(returned):
-                nonlocal on_gpu
+            def fetch(returned) -> Outputs:
                 self._synchronize(r)
-                on_gpu = r.device == "gpu" and not isinstance(returned, Mapping)
-                return self.case_arrays.fetch(r.device, returned)
+                outputs = self.case_arrays.fetch(r.device, returned, views)
+                row.digest = self._digest(outputs)  # now: timing runs it again, over the same buffers
+                return outputs
             measured = protocol.measure(lambda: self.case_arrays.poison(r.device), go, fetch,
-                                        lambda outputs: self._verify(outputs, inputs, reference, r.tolerance, case,
-                                                                     on_gpu),
+                                        lambda outputs: self._verify(outputs, inputs, reference, r.tolerance, case),
                                         lambda: self._time(r, go), time_it)
         except Unsupported as e:
             return _skipped(row, e, r.library)
@@ -460,8 +455,14 @@ class Runner:
             return _update(row, status="failed", error=f"verification: {type(e).__name__}: {e}")
         row.check, row.status, row.error = measured.check, measured.status, measured.error
         row.verify_s, row.time = measured.verify_s, measured.time
-        row.digest = digest(measured.outputs)
         return row
+
+    def _digest(self, outputs: Outputs) -> str | None:
+        try:
+            return outputs.digest()
+        except Exception as e:  # a digest is a convenience for the page; the run stands without it
+            self.log(f"  (no digest: {type(e).__name__}: {e})")
+            return None
 
     def _time(self, r: Runnable, go: Callable[[], object]):
         with self.phase("baselines" if r.kind == "baseline" else "timing"):
@@ -498,23 +499,26 @@ class Runner:
             fn.set_attribute(self.cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)
         return lambda: fn(*args, grid=grid, block=block, shared=launch.shared_bytes)
 
-    def _verify(self, outputs, inputs, reference, tolerance: Tolerances | None,
-                case: Case, on_gpu: bool = False) -> tuple[Check, str, str | None]:
-        """The protocol's verification, with the tolerance declared for this case; ``on_gpu``:
-        the outputs are also on the GPU, in the case's buffers, for the quick check there."""
+    def _verify(self, outputs: Mapping[str, np.ndarray], inputs, reference, tolerance: Tolerances | None,
+                case: Case) -> tuple[Check, str, str | None]:
+        """The protocol's verification, with the tolerance declared for this case; outputs with
+        a view on the GPU (``Outputs.on_gpu``) get the quick check there first."""
         tolerance = host_call(tolerance_at, "tolerance", case, tolerance or self.exp.tolerance, case)
 
         def reference_slice(**rows):  # a row-wise reference too big to keep, a slice at a time
             return host_call(self.exp.reference, "reference", None, **rows)
 
         def check_on_gpu(name: str, tol) -> Comparison | None:
+            got = outputs.on_gpu(name)
+            if got is None:
+                return None
             try:
                 want = self.case_arrays.reference_on_gpu(reference, name)
-                return within_on_gpu(self.case_arrays.arrays("torch")[1][name], want, tol) if want is not None else None
-            except Exception as e:  # no torch here, or no room: the CPU checks it all the same
+                return within_on_gpu(got, want, tol) if want is not None else None
+            except Exception as e:  # no room, say: the CPU checks it all the same
                 self.log(f"  (checking {name} on the CPU: {type(e).__name__}: {e})")
                 return None
-        use_gpu = on_gpu and self.gpu_checks and reference is not None and module_installed("torch")
+        use_gpu = isinstance(outputs, Outputs) and reference is not None
         return verify_outputs(outputs, list(self.exp.outputs), tolerance, reference, inputs, reference_slice,
                               check_on_gpu if use_gpu else None)
 

@@ -51,7 +51,6 @@ class StepFailed(Exception):
 
 @dataclass
 class Measured:
-    outputs: dict[str, np.ndarray]  # what the verified run wrote, on the host
     check: Check
     status: str  # "ok" or "failed"
     error: str | None  # names every wrong output
@@ -63,7 +62,8 @@ def measure(poison: Callable[[], None], run: Callable[[], object], fetch: Callab
             verify: Callable[[dict], tuple[Check, str, str | None]], timer: Callable[[], Timing],
             time_it: bool) -> Measured:
     """Measure one kernel or baseline at one case, in the protocol's order: poison the outputs,
-    run once, fetch and verify every element, and only then, if it verified, time it. An
+    run once, fetch and verify every element, and only then, if it verified, time it (the
+    timing runs overwrite the outputs: whatever is taken from them, ``fetch`` takes). An
     exception from the run or the timing is raised as ``StepFailed`` naming the step;
     ``Unsupported`` from the first run passes through (a declared skip, not a failure)."""
     try:
@@ -82,4 +82,4 @@ def measure(poison: Callable[[], None], run: Callable[[], object], fetch: Callab
             timing = timer()
         except Exception as e:
             raise StepFailed("timing", e) from e
-    return Measured(outputs, check, status, error, verify_s, timing)
+    return Measured(check, status, error, verify_s, timing)

@@ -14,9 +14,10 @@ that passes; the quick one is about ten times faster, and passing blocks are nea
 
 On the GPU machine an output of ``GPU_CHECK_MIN`` elements or more is first given the quick
 proof on the GPU (``within_on_gpu``: the same float64 operations, so the same numbers, over the
-output where the kernel wrote it and the reference uploaded once per case). One core pass of
+output where the kernel left it and the reference uploaded once per case). One core pass of
 NumPy over 2^31 elements takes seconds, and the GIL keeps threads from dividing it; the GPU
-takes milliseconds. Anything it does not prove goes to the CPU's checks above, unchanged.
+takes milliseconds, and an output it proves is never copied to the host. Anything it does not
+prove is copied and goes to the CPU's checks above, unchanged.
 """
 
 from __future__ import annotations
@@ -260,13 +261,13 @@ def verify_outputs(outputs: Mapping[str, np.ndarray], names: list[str], toleranc
     """Every output checked: the worst one's ``Check``, the row's status, and an error naming every
     wrong output. With no whole ``reference`` (a row-wise one too large to keep) each output is
     checked against ``reference_slice`` computed a slice of rows at a time. ``on_gpu(name,
-    tolerance)``, where given, is ``within_on_gpu`` for an output that is on the GPU, tried
-    first for outputs of ``GPU_CHECK_MIN`` elements or more."""
+    tolerance)``, where given, is tried first: ``within_on_gpu`` for an output of
+    ``GPU_CHECK_MIN`` elements or more that is on the GPU, None for any other."""
     if reference is None:
         checks = compare_rowwise({n: outputs[n] for n in names}, inputs, reference_slice, tolerance)
     else:
-        def one(n: str) -> Comparison:
-            quick = on_gpu(n, tolerance) if on_gpu and np.size(outputs[n]) >= GPU_CHECK_MIN else None
+        def one(n: str) -> Comparison:  # outputs[n] is read only here: one the GPU proves is never copied
+            quick = on_gpu(n, tolerance) if on_gpu else None
             return quick or compare(outputs[n], reference[n], tolerance)
         checks = {n: one(n) for n in names}
     worst = max(checks.values(), key=lambda c: (c.bound_ratio, c.mismatches))
