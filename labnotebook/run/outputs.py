@@ -84,6 +84,8 @@ def fingerprint_device(t) -> tuple[int, int]:
     gigabytes on the GPU)."""
     import torch
 
+    if t.numel() == 0:  # torch cannot view an empty tensor as another dtype
+        return 0, 0
     data = t.contiguous().reshape(-1).view(torch.uint8)
     whole = data.numel() // 8
     words = data[:whole * 8].view(torch.int64)
