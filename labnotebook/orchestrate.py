@@ -374,8 +374,6 @@ class Build:
                gpu: int | None = None) -> list[Job]:
         """Write the record, or a failure record beside the last good one; note the outcome."""
         seconds = time.perf_counter() - t0
-        if record is not None:
-            record.wall_s = round(seconds, 2)
         if record is not None and record.status != "ok" and error is None:
             error = policy.summary_reason(record.problems)
         if self.options.dry_run:
@@ -385,6 +383,7 @@ class Build:
                                          seconds, gpu, record.phases_s if record else {}))
             return []
         if error is None:
+            record.wall_s = round(seconds, 2)
             self.store.write(record)
             self.outcomes.append(Outcome(name, "ran", f"{len(record.rows)} results", seconds, gpu, record.phases_s))
             return []

@@ -36,7 +36,6 @@ from . import protocol
 from .compile import compile_cubin
 from .declare import Case, Experiment, Kernel, Launch, PythonKernel, Tolerances, Unavailable, Unsupported, tolerance_at
 from .device import describe, open_context
-from .draw import threads
 from .protocol import POISON_BYTE
 from .protocol.timing import GpuTimer, time_cpu
 from .protocol.verify import GPU_CHECK_MIN, Comparison, reference_in_slices, verify_outputs, within_on_gpu
@@ -434,11 +433,11 @@ class Runner:
                                      tuple(int(b) for b in self._last_launch.block), self._last_launch.shared_bytes)
         # Large outputs on the GPU are checked and digested there (not under a sanitizer, whose
         # report must hold our kernels alone, and not without torch).
-        views = r.device == "gpu" and self.gpu_checks and module_installed("torch")
+        gpu_views = r.device == "gpu" and self.gpu_checks and module_installed("torch")
         try:
             def fetch(returned) -> Outputs:
                 self._synchronize(r)
-                outputs = self.case_arrays.fetch(r.device, returned, views)
+                outputs = self.case_arrays.fetch(r.device, returned, gpu_views)
                 row.digest = self._digest(outputs)  # now: timing runs it again, over the same buffers
                 return outputs
             measured = protocol.measure(lambda: self.case_arrays.poison(r.device), go, fetch,
