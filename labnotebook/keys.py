@@ -40,7 +40,7 @@ MECHANICS = frozenset({"run/__init__.py", "run/compile.py", "run/device.py", "ru
                        "run/profiled.py"})
 PHASES = "run/phases.py"  # the phase-program engine, for experiments that declare one
 CEILINGS = ("run/roofs.py", "run/fma_peak.cu")
-PROFILER = ("profile.py", "run/profiled.py", "run/marker.cu")  # under the package
+PROFILER = ("profile.py", "run/profiled.py")  # under the package
 
 _INCLUDE = re.compile(rb'^\s*#\s*include\s*([<"])([^">]+)[">]', re.MULTILINE)
 

@@ -2,11 +2,12 @@
 
 For each GPU, first its copy ceiling; for each experiment, one timed run (a worker process with
 the experiment's time limit, on a GPU of its own), then, if it verified, one untimed job per
-compute-sanitizer tool and the Nsight Compute profile (on a GPU of its own, so that no other
-work shows in its counters). When an experiment's last job is back, ``policy`` judges it and
-its record, or a failure record beside the last good one, is written. ``schedule.py`` decides what
-runs where; each worker is its own process, so a crash, a hang or a sticky CUDA error ends one
-experiment and nothing else.
+compute-sanitizer tool. When an experiment's last job is back, ``policy`` judges it and its
+record, or a failure record beside the last good one, is written. Then the Nsight Compute pass:
+one ncu session per GPU over every experiment just written (and every fresh one whose profile is
+stale or missing), each GPU to itself so that no other work shows in its counters; each profile
+is added to its record as it comes back. ``schedule.py`` decides what runs where; each worker is
+its own process, so a crash, a hang or a sticky CUDA error ends one experiment and nothing else.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from rich.table import Table
 from . import metrics, policy, profile
 from .errors import NotebookError
 from .experiments import load
+from .forkserver import Child, ForkServer
 from .freshness import Keys, Stored
 from .keys import Key
 from .records import ProfilePass, Record, Verdict
@@ -47,7 +49,7 @@ DEFAULT_ESTIMATE_S = 60.0
 @dataclass
 class Outcome:
     name: str
-    state: str  # ran / unchanged / failed / dry run
+    state: str  # ran / profiled (the profile alone) / unchanged / failed / dry run
     detail: str = ""
     seconds: float = 0.0
     gpu: int | None = None
@@ -131,6 +133,39 @@ def run_process(cmd: list[str], cwd: Path, env: dict, time_limit: float,
         _LIVE.discard(proc)
 
 
+def start_server(cmd: list[str], cwd: Path, env: dict) -> subprocess.Popen:
+    """A process that outlives one job (a GPU's fork server), killed with the workers."""
+    with _LOCK:
+        if _STOPPING.is_set():
+            raise Stopped("the build is stopping")
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        _LIVE.add(proc)
+    return proc
+
+
+def run_forked(server: ForkServer, argv: list[str], time_limit: float,
+               relay: Callable[[str], None] | None) -> tuple[int | None, list[str]]:
+    """``run_process`` for a worker forked from ``server``: ``argv`` are the worker's arguments."""
+    lines: list[str] = []
+
+    def keep(line: str) -> None:
+        lines.append(line)
+        if relay:
+            relay(line)
+
+    def watch(child: Child, running: bool) -> None:
+        with _LOCK:
+            if not running:
+                _LIVE.discard(child)
+            elif _STOPPING.is_set():
+                _kill(child)
+            else:
+                _LIVE.add(child)
+    with tempfile.TemporaryDirectory(prefix="notebook-log-") as tmp:
+        return server.run(argv, Path(tmp) / "worker.log", time_limit, keep, watch), lines
+
+
 def _wait(proc: subprocess.Popen, time_limit: float, relay) -> tuple[int | None, list[str]]:
     lines: list[str] = []
 
@@ -162,6 +197,9 @@ class Build:
         self.many = len(options.gpus) > 1
         self.cores = share_cores(options.gpus) if self.many else {}
         self.keys = Keys(root)  # what each result is keyed on, read once, before anything runs
+        self.to_profile: dict[str, tuple[Record, Experiment, int | None]] = {}  # name -> (record, exp, its GPU)
+        self.servers: dict[int, ForkServer] = {}  # each GPU's, started with its first worker
+        self.servers_lock = threading.Lock()
 
     # -- planning ------------------------------------------------------------------------------
     def plan(self, gpu_name: str, selected: dict[str, Path]) -> list[tuple[str, Path, Key, Experiment, Record | None]]:
@@ -173,7 +211,10 @@ class Build:
             key, record = stored.key, stored.record
             if not (self.options.force or filtered) and stored.state == "fresh" and record.status == "ok" \
                     and not newly_installed(record):
-                self.outcomes.append(Outcome(name, "unchanged", f"results from {record.provenance.date}"))
+                if self.options.profile and self.ncu and stored.profile_state != "fresh":
+                    self.profile_later(name, record, None)  # the results stand; their profile is redone
+                else:
+                    self.outcomes.append(Outcome(name, "unchanged", f"results from {record.provenance.date}"))
                 continue
             try:
                 exp = load(folder)
@@ -186,29 +227,35 @@ class Build:
     def run(self, gpu_name: str, selected: dict[str, Path]) -> list[Outcome]:
         t0 = time.perf_counter()
         self.gpu_name = gpu_name
-        todo = self.plan(gpu_name, selected)
         if self.options.sanitize and sanitizer_path() is None:
             self.console.print("[yellow]compute-sanitizer not found: results will record no sanitizer outcome[/]")
             self.options.sanitize = False
         self.ncu = profile.version() if self.options.profile and profile.ncu_path() else None
         if self.options.profile and self.ncu is None:
             self.console.print("[yellow]Nsight Compute (ncu) not found: results will record the profile as skipped[/]")
+        todo = self.plan(gpu_name, selected)
         # The ceilings are measured whenever anything runs, and on their own when they are stale.
         ceilings_due = not self.options.dry_run and \
             Stored.read(self.store, CEILINGS, gpu_name, self.keys).state != "fresh"
-        if todo or ceilings_due:
+        if todo or ceilings_due or self.to_profile:
             gpus = ", ".join(map(str, self.options.gpus))
             unchanged = sum(o.state == "unchanged" for o in self.outcomes)
             self.console.print(f"[bold]{gpu_name}[/] (GPU {gpus}): running {len(todo)} experiment(s), "
-                               f"{unchanged} unchanged")
+                               f"{unchanged} unchanged" + (f", {len(self.to_profile)} to profile" if self.to_profile
+                                                           and not todo else ""))
             self.cubin_cache = Path(tempfile.mkdtemp(prefix="notebook-cubins-"))
             # A dry run stores no ceiling: its worker measures the copy bandwidth it compares with itself.
-            ceilings = [] if self.options.dry_run else [self.ceiling_job(g) for g in self.options.gpus]
-            jobs = ceilings + [self.run_job(*t) for t in todo]
+            ceilings = [] if self.options.dry_run or not (todo or ceilings_due) else \
+                [self.ceiling_job(g) for g in self.options.gpus]
+            events = lambda e: self.console.print(f"[dim]{escape(e)}[/]")
             try:
-                Scheduler(self.options.gpus, self.options.shared_slots,
-                          on_event=lambda e: self.console.print(f"[dim]{escape(e)}[/]")).run(jobs)
+                Scheduler(self.options.gpus, self.options.shared_slots, on_event=events).run(
+                    ceilings + [self.run_job(*t) for t in todo])
+                if self.to_profile:
+                    Scheduler(self.options.gpus, self.options.shared_slots, on_event=events).run(self.profile_jobs())
             finally:
+                for server in self.servers.values():
+                    server.close()
                 shutil.rmtree(self.cubin_cache, ignore_errors=True)
         self.wall_s = time.perf_counter() - t0
         return self.outcomes
@@ -274,13 +321,13 @@ class Build:
         return job
 
     def followup_jobs(self, name, key: Key, exp, record: Record, t0: float, gpu: int, estimate: float) -> list[Job]:
-        """The passes over a verified run: one job per compute-sanitizer tool, and the profile.
-        The record is judged and written when the last of them is back."""
+        """The passes over a verified run: one job per compute-sanitizer tool. The record is
+        judged and written when the last of them is back, and then waits for its profile."""
         functions = {info.function: k for k, info in record.kernels.items() if info.language == "cuda"}
         # Python-DSL kernels only: no sanitizer frame would name them, so the tools could tell nothing.
         tools = TOOLS if self.options.sanitize and functions else ()
         report: dict[str, dict[str, Verdict]] = {k: {} for k in functions.values()}
-        left = set(tools) | ({"profile"} if self.options.profile else set())
+        left = set(tools)
         finished: dict[str, Job] = {}  # each pass's job, for when it ran (phases_s)
 
         def done(part: str, job: Job | None = None) -> list[Job]:
@@ -292,8 +339,6 @@ class Build:
             sanitizer = [finished[t] for t in tools if t in finished]
             if sanitizer:  # the tools run side by side: the pass took from the first start to the last end
                 record.phases_s["sanitizer"] = round(max(j.ended for j in sanitizer) - min(j.started for j in sanitizer), 2)
-            if "profile" in finished:
-                record.phases_s["profile"] = round(finished["profile"].ended - finished["profile"].started, 2)
             if tools:
                 record.sanitizer = {k: {t: report[k][t] for t in TOOLS} for k in report}
                 findings = policy.sanitizer_findings(exp, record.sanitizer)
@@ -302,11 +347,12 @@ class Build:
                     record.status = "failed"
                     return self.finish(name, record.gpu, key, record, "compute-sanitizer: " + findings[0], t0, gpu)
                 self.console.print(f"{name}: compute-sanitizer {', '.join(TOOLS)} clean")
-            return self.finish(name, record.gpu, key, record, None, t0, gpu)
+            written = self.finish(name, record.gpu, key, record, None, t0, gpu)
+            if self.options.profile:
+                self.profile_later(name, record, gpu, exp)
+            return written
 
         jobs = [self.sanitizer_job(name, exp, tool, functions, report, done, estimate / 4) for tool in tools]
-        if self.options.profile:
-            jobs.append(self.profile_job(name, exp, record, done, estimate / 2))
         return jobs or done("")
 
     def sanitizer_job(self, name, exp, tool: str, functions: dict[str, str],
@@ -335,40 +381,103 @@ class Build:
         job = Job(f"{name}: {tool}", run, timed=False, estimate_s=estimate_s, then=then)
         return job
 
-    def profile_job(self, name, exp, record: Record, done, estimate_s: float) -> Job:
-        """ncu over a ``--profile`` worker. A profile that fails is recorded as failed with the
-        reason; it never fails the run: it explains the numbers, it does not make them."""
-        def run(g: int) -> ProfilePass:
+    # -- the profile pass -------------------------------------------------------------------------
+    def profile_later(self, name: str, record: Record, gpu: int | None, exp: Experiment | None = None) -> None:
+        """Queue ``record`` (written, or fresh with a stale profile) for its GPU's ncu session."""
+        self.to_profile[name] = (record, exp, gpu)
+
+    def profile_jobs(self) -> list[Job]:
+        """One ncu session per GPU: each experiment on the GPU that ran it, the rest (profiles
+        of results that stand) where the load is least, by the last profile's seconds."""
+        load = {g: 0.0 for g in self.options.gpus}
+        chunks: dict[int, list[str]] = {g: [] for g in self.options.gpus}
+        def seconds(name):
+            return self.to_profile[name][0].phases_s.get("profile", 10.0)
+        for name in sorted(self.to_profile, key=lambda n: (self.to_profile[n][2] is None, -seconds(n))):
+            g = self.to_profile[name][2]
+            g = g if g in load else min(load, key=load.get)
+            chunks[g].append(name)
+            load[g] += seconds(name)
+        return [self.profile_job(names, g) for g, names in chunks.items() if names]
+
+    def profile_job(self, names: list[str], gpu: int) -> Job:
+        """ncu over a ``--profile`` worker for ``names``. A profile that fails is recorded as failed
+        with the reason; it never fails the run: it explains the numbers, it does not make them."""
+        def run(g: int) -> dict[str, tuple[ProfilePass, float]]:
             if self.ncu is None:
-                return ProfilePass("skipped", "Nsight Compute (ncu) was not found on the machine that ran this")
-            with tempfile.TemporaryDirectory(prefix="notebook-profile-") as tmp:
-                out, report = Path(tmp) / "launched.json", Path(tmp) / "ncu.csv"
-                worker = self.worker_command(name, ["--profile", "--out", str(out)])
-                # LC_ALL=C: ncu formats numbers by locale ("1.234,5" under de_DE); the parser reads "1,234.5".
-                status, lines = run_process(profile.command(worker, report), self.root,
-                                            {**self.env(g), "LC_ALL": "C"},
-                                            exp.time_limit_s, relay=None)
-                launched = read_json(out) if out.exists() else {}
-                text = report.read_text(errors="replace") if report.exists() else ""
-            if status is None:
-                return ProfilePass("failed", f"timed out after {exp.time_limit_s} s under ncu")
-            if status != 0 or "order" not in launched:
-                last = next((ln for ln in reversed(lines + text.splitlines()) if ln.strip()), "no output")
-                return ProfilePass("failed", f"the worker did not finish under ncu: {launched.get('error') or last}")
-            return profile.parse(text, launched)
+                skipped = ProfilePass("skipped", "Nsight Compute (ncu) was not found on the machine that ran this")
+                return {name: (skipped, 0.0) for name in names}
+            return self.profile_session(names, g)
 
         def then(result):
-            record.profile = result if isinstance(result, ProfilePass) else \
-                ProfilePass("failed", f"the profile job failed: {type(result).__name__}: {result}")
-            record.profile = dataclasses.replace(record.profile, sources=self.keys.profiler.files)
-            if self.ncu and record.provenance:
-                record.provenance = dataclasses.replace(record.provenance, ncu=self.ncu)
-            if record.profile.status != "ok":
-                self.console.print(f"[yellow]{name}: profile {record.profile.status}: {escape(record.profile.reason)}[/]")
-            return done("profile", job)
+            if isinstance(result, BaseException):
+                failed = ProfilePass("failed", f"the profile job failed: {type(result).__name__}: {result}")
+                result = {name: (failed, 0.0) for name in names}
+            for name, (profile, seconds) in result.items():
+                self.add_profile(name, profile, seconds, gpu)
+            return []
         # Timed, so that it has its GPU to itself: ncu's counters are the GPU's, not the process's.
-        job = Job(f"{name}: profile", run, timed=True, estimate_s=estimate_s, then=then)
-        return job
+        return Job(f"profile: {', '.join(names)}", run, timed=True, gpu=gpu,
+                   estimate_s=sum(self.to_profile[n][0].phases_s.get("profile", 10.0) for n in names), then=then)
+
+    def profile_session(self, names: list[str], gpu: int) -> dict[str, tuple[ProfilePass, float]]:
+        """Profile ``names`` in one ncu session, and again in a new one from where a session
+        died (the experiment it died in is failed, with its last words). Each experiment's
+        seconds are its own part plus an equal share of its session's start-up."""
+        results: dict[str, tuple[ProfilePass, float]] = {}
+        left = list(names)
+        while left:
+            limit = sum(self.time_limit(n) for n in left)
+            t0 = time.perf_counter()
+            with tempfile.TemporaryDirectory(prefix="notebook-profile-") as tmp:
+                report = Path(tmp) / "ncu.csv"
+                worker = self.worker_command(left, ["--profile", "--out", tmp])
+                # LC_ALL=C: ncu formats numbers by locale ("1.234,5" under de_DE); the parser reads "1,234.5".
+                status, lines = run_process(profile.command(worker, report), self.root,
+                                            {**self.env(gpu), "LC_ALL": "C"}, limit, relay=None)
+                text = report.read_text(errors="replace") if report.exists() else ""
+                accounts = {n: read_json(Path(tmp) / f"{n}.json") for n in left if (Path(tmp) / f"{n}.json").exists()}
+            wall = time.perf_counter() - t0
+            by_range = profile.launches(text)
+            done = [n for n in left if n in accounts]
+            share = max(0.0, wall - sum(a["seconds"] for a in accounts.values())) / max(1, len(done) + (len(done) < len(left)))
+            for n in done:
+                results[n] = (profile.parse(by_range, accounts[n]), round(accounts[n]["seconds"] + share, 2))
+            left = left[len(done):]
+            if left:  # the session died in left[0]
+                why = f"timed out after {limit:.0f} s under ncu" if status is None else \
+                    "the worker did not finish under ncu: " + \
+                    next((ln for ln in reversed(lines + text.splitlines()) if ln.strip()), "no output")
+                results[left.pop(0)] = (ProfilePass("failed", why), round(share, 2))
+        return results
+
+    def add_profile(self, name: str, result: ProfilePass, seconds: float, gpu: int) -> None:
+        """Put the profile in its record, with its cost, and write the record again."""
+        record = self.to_profile[name][0]
+        record.profile = dataclasses.replace(result, sources=self.keys.profiler.files)
+        if self.ncu and record.provenance:
+            record.provenance = dataclasses.replace(record.provenance, ncu=self.ncu)
+        if result.status != "ok":
+            self.console.print(f"[yellow]{name}: profile {result.status}: {escape(result.reason)}[/]")
+        if record.wall_s is not None:
+            record.wall_s = round(record.wall_s - record.phases_s.get("profile", 0.0) + seconds, 2)
+        record.phases_s["profile"] = seconds
+        self.store.write(record)
+        outcome = next((o for o in self.outcomes if o.name == name and o.state == "ran"), None)
+        if outcome is None:
+            self.outcomes.append(Outcome(name, "profiled", f"profile {result.status}", seconds, gpu, {"profile": seconds}))
+        else:
+            outcome.seconds += seconds
+            outcome.phases = record.phases_s
+
+    def time_limit(self, name: str) -> float:
+        exp = self.to_profile[name][1]
+        if exp is None:
+            try:
+                exp = load(self.keys.folders[name])
+            except NotebookError:
+                return DEFAULT_ESTIMATE_S * 5
+        return exp.time_limit_s
 
     def finish(self, name, gpu_name, key: Key | None, record: Record | None, error: str | None, t0: float,
                gpu: int | None = None) -> list[Job]:
@@ -407,20 +516,31 @@ class Build:
     def env(self, gpu: int) -> dict[str, str]:
         return worker_env(gpu, self.cores.get(gpu), len(self.options.gpus))
 
-    def worker_command(self, name: str, args: list[str]) -> list[str]:
-        return [sys.executable, "-m", "labnotebook.run.worker", name, "--root", str(self.root),
+    def worker_command(self, names: str | list[str], args: list[str]) -> list[str]:
+        names = [names] if isinstance(names, str) else names
+        return [sys.executable, "-m", "labnotebook.run.worker", *names, "--root", str(self.root),
                 "--cubin-cache", str(self.cubin_cache), *args]
 
+    def server(self, gpu: int) -> ForkServer | None:
+        """``gpu``'s fork server, started on first use; None where it has died (workers start afresh)."""
+        with self.servers_lock:
+            if gpu not in self.servers:
+                self.servers[gpu] = ForkServer(self.root, self.env(gpu), start_server)
+            server = self.servers[gpu]
+        return server if server.proc.poll() is None else None
+
     def worker(self, name: str, gpu: int, args: list[str], time_limit: float) -> tuple[Record | None, str | None]:
-        """Run one worker on ``gpu``, relaying its output; ``(record, None)`` or ``(None, error)``."""
+        """Run one worker on ``gpu``, forked from its server, relaying its output;
+        ``(record, None)`` or ``(None, error)``."""
         prefix = f"{name} │ " if self.many else ""
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="notebook-run-") as tmp:
             out = Path(tmp) / "record.json"
-            status, lines = run_process(self.worker_command(name, [*args, "--out", str(out)]), self.root,
-                                        self.env(gpu), time_limit,
-                                        relay=lambda line: self.console.print(prefix + line, markup=False,
-                                                                              highlight=False))
+            command = self.worker_command(name, [*args, "--out", str(out)])
+            relay = lambda line: self.console.print(prefix + line, markup=False, highlight=False)
+            server = self.server(gpu)
+            status, lines = run_forked(server, command[3:], time_limit, relay) if server else \
+                run_process(command, self.root, self.env(gpu), time_limit, relay)
             if status is None:
                 return None, f"timed out after {time_limit:.0f} s (a hung kernel?) and was killed"
             if out.exists():
@@ -471,13 +591,13 @@ def print_rows(console: Console, record: Record) -> None:
 def print_outcomes(console: Console, gpu: str, outcomes: list[Outcome], wall_s: float) -> None:
     table = Table("experiment", "GPU", "state", "detail", "seconds", "where they went",
                   title=f"build_results on {gpu}")
-    style = {"ran": "green", "unchanged": "dim", "failed": "bold red", "dry run": "cyan"}
+    style = {"ran": "green", "profiled": "green", "unchanged": "dim", "failed": "bold red", "dry run": "cyan"}
     for o in outcomes:
         biggest = sorted(o.phases.items(), key=lambda kv: -kv[1])[:3]
         table.add_row(o.name, "" if o.gpu is None else str(o.gpu), f"[{style[o.state]}]{o.state}[/]",
                       escape(o.detail), f"{o.seconds:.1f}", " · ".join(f"{p} {s:.1f}" for p, s in biggest))
     console.print(table)
-    counts = {s: sum(o.state == s for o in outcomes) for s in ("ran", "unchanged", "failed", "dry run")}
+    counts = {s: sum(o.state == s for o in outcomes) for s in ("ran", "profiled", "unchanged", "failed", "dry run")}
     ran = [o for o in outcomes if o.state != "unchanged"]
-    console.print(", ".join(f"{n} {s}" for s, n in counts.items() if n or s != "dry run")
+    console.print(", ".join(f"{n} {s}" for s, n in counts.items() if n or s not in ("dry run", "profiled"))
                   + f" in {wall_s:.1f} s" + (f"; sum of wall times {sum(o.seconds for o in ran):.1f} s" if ran else ""))

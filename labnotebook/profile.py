@@ -1,10 +1,10 @@
 """Nsight Compute: the command for the profile pass, and what its report says, per kernel.
 
-The pass is one job per experiment (see ``orchestrate.py``), on a GPU of its own: a worker in
-``--profile`` mode (``run/profiled.py``) under ``ncu``, which launches every kernel and GPU
-baseline once at its profile case, each after a marker kernel. ncu prints one CSV row per kernel
-launch (``--page raw``, base units) in launch order; the markers cut that list into each one's
-launches.
+The pass is one ncu session per GPU over every experiment to profile (see ``orchestrate.py``),
+on a GPU of its own: a worker in ``--profile`` mode (``run/profiled.py``) under ``ncu``, which
+launches every kernel and GPU baseline once at its profile case, each inside a numbered NVTX
+range. ncu prints one CSV row per kernel launch (``--page raw``, base units) with the range it
+ran in (``--nvtx``); the numbers give each kernel and baseline its launches.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .records import KernelProfile, Profile, ProfilePass
 from .run.compile import cuda_tool
-from .run.profiled import MARKER
+from .run.profiled import RANGE
 
 # The metrics each field is read from, and every stall reason (``STALLS``): the pass collects
 # these and no others. Whole sections (SpeedOfLight, MemoryWorkloadAnalysis, ...) collect dozens
@@ -43,6 +43,7 @@ _TIME_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "ms
             "s": 1e9, "second": 1e9}
 _RATE = re.compile(r"^([KMGT]?)byte/s(?:econd)?$")
 _PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+_RANGE = re.compile(re.escape(RANGE) + r"(\d+)")
 
 
 def ncu_path() -> str | None:
@@ -66,34 +67,40 @@ def command(worker: list[str], report: Path) -> list[str]:
     # --clock-control none: the GPU keeps the clocks it runs at in the timed runs (locking them
     # needs rights the lent machines' tools were seen to work without; the default changed in 2026.1).
     return [ncu_path(), "--config-file", "off", "--target-processes", "all", "--profile-from-start", "off",
-            "--clock-control", "none", "--metrics", metrics,
+            "--clock-control", "none", "--nvtx", "--metrics", metrics,
             "--csv", "--page", "raw", "--print-units", "base", "--log-file", str(report), *worker]
 
 
-def parse(report: str, launched: dict) -> ProfilePass:
-    """The pass's result from ncu's CSV report and the worker's account of what it launched
-    (``order``, ``cases``, ``skipped``: see ``run/profiled.py``)."""
-    rows = _rows(report)
-    cut: list[list[KernelProfile]] = []
-    for row in rows:
-        if row["function"] == MARKER:
-            cut.append([])
-        elif cut:
-            cut[-1].append(row["profile"])
-    order = launched["order"]
-    if len(cut) != len(order):
-        return ProfilePass("failed", f"ncu reported {len(cut)} markers for {len(order)} profiled launches: "
-                                     + _last_words(report))
-    profiles = {name: Profile(launched["cases"][name], launches=kernels) if kernels
+def launches(report: str) -> dict[int, list[KernelProfile]]:
+    """The kernels of ncu's CSV report by the number of the range they ran in, in launch order."""
+    by_range: dict[int, list[KernelProfile]] = {}
+    for row in _rows(report):
+        if row["range"] is not None:
+            by_range.setdefault(row["range"], []).append(row["profile"])
+    return by_range
+
+
+def parse(report: str | dict[int, list[KernelProfile]], launched: dict) -> ProfilePass:
+    """One experiment's result from ncu's CSV report (or its ``launches``) and the worker's
+    account of what it launched (``ranges``, ``cases``, ``skipped``: see ``run/profiled.py``)."""
+    if "error" in launched:
+        return ProfilePass("failed", launched["error"])
+    by_range = launches(report) if isinstance(report, str) else report
+    ranges = launched["ranges"]
+    if ranges and not any(n in by_range for n in ranges.values()):
+        words = _last_words(report) if isinstance(report, str) else "no kernel ran in its ranges"
+        return ProfilePass("failed", f"ncu reported no kernel for any of {len(ranges)} profiled launches: {words}")
+    profiles = {name: Profile(launched["cases"][name], launches=by_range[n]) if by_range.get(n)
                 else Profile(launched["cases"][name], error="ncu saw no GPU kernel in its launch")
-                for name, kernels in zip(order, cut)}
+                for name, n in ranges.items()}
     for name, why in launched["skipped"].items():
         profiles[name] = Profile(launched["cases"].get(name, ""), error=why)
     return ProfilePass("ok", profiles=profiles)
 
 
 def _rows(report: str) -> list[dict]:
-    """ncu's CSV rows, in launch order: {"function": ..., "profile": KernelProfile}."""
+    """ncu's CSV rows, in launch order: {"function": ..., "range": its number or None,
+    "profile": KernelProfile}."""
     lines = [ln for ln in report.splitlines() if not ln.startswith("==")]
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
     if start is None:
@@ -101,13 +108,17 @@ def _rows(report: str) -> list[dict]:
     table = list(csv.reader(lines[start:]))
     header, body = table[0], table[1:]
     units = body.pop(0) if body and body[0] and body[0][0] == "" else [""] * len(header)
+    # --nvtx adds a column per thread and domain ("thread Domain:Push/Pop_Range:..."): each
+    # value lists the ranges the launch ran in.
+    nvtx = [h for h in header if "Range" in h or "NVTX" in h.upper()]
     out = []
     for values in body:
         if len(values) != len(header):
             continue
         cell = dict(zip(header, values))
         unit = dict(zip(header, units))
-        out.append({"key": (_int(cell.get("Process ID")), _int(cell.get("ID"))),
+        number = next((int(m.group(1)) for h in nvtx if (m := _RANGE.search(cell[h]))), None)
+        out.append({"key": (_int(cell.get("Process ID")), _int(cell.get("ID"))), "range": number,
                     "function": short_name(cell.get("Kernel Name", "")),
                     "profile": _profile(cell, unit)})
     out.sort(key=lambda r: r["key"])

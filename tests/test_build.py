@@ -150,10 +150,17 @@ def test_without_ncu_the_profile_is_recorded_as_skipped_and_no_profile_records_n
     assert proc.returncode == 0 and store.read("good_add", GPU).profile is None
 
 
-def test_a_rerun_with_nothing_changed_runs_nothing(built):
-    project, _, _, _ = built
+def test_a_rerun_profiles_fresh_results_that_lack_a_profile_and_then_runs_nothing(built):
+    project, store, _, _ = built
+    before = store.read("good_add", GPU)
+    assert before.profile is None  # the last build of it ran with --no-profile
     again = run_cli("--only", "good_add", root=project, env=fake_env())
-    assert again.returncode == 0 and "unchanged" in again.stdout and "start" not in again.stdout
+    assert again.returncode == 0 and "1 profiled" in again.stdout and "timed run" not in again.stdout, again.stdout
+    after = store.read("good_add", GPU)
+    assert after.profile.status == "ok" and after.rows == before.rows and after.provenance.date == before.provenance.date
+    assert after.wall_s == round(before.wall_s + after.phases_s["profile"], 2) and after.phases_s["profile"] > 0
+    third = run_cli("--only", "good_add", root=project, env=fake_env())
+    assert third.returncode == 0 and "unchanged" in third.stdout and "start" not in third.stdout
 
 
 def test_each_record_and_profile_is_keyed_on_the_files_it_was_measured_from(built):
@@ -207,5 +214,44 @@ def worker_of(cmdline: Path, project) -> bool:
         args = cmdline.read_bytes().split(b"\0")
     except OSError:  # the process ended while we looked
         return False
-    return b"labnotebook.run.worker" in args and str(project).encode() in args
+    forked = b"labnotebook.forkserver" in args  # a fork server, or a worker forked from one
+    return (b"labnotebook.run.worker" in args or forked) and str(project).encode() in args
 
+
+
+DYING_WORKER = """
+import json, sys
+from pathlib import Path
+args = sys.argv[1:]
+names = args[args.index("labnotebook.run.worker") + 1:args.index("--root")]
+out = Path(args[args.index("--out") + 1])
+for name in names:
+    if name == "b":
+        print("Segmentation fault in b")
+        sys.exit(139)
+    out.joinpath(name + ".json").write_text(json.dumps({"ranges": {}, "cases": {}, "skipped": {}, "seconds": 0.01}))
+"""
+
+
+def test_a_profile_session_that_dies_fails_that_experiment_alone_and_a_new_one_profiles_the_rest(tmp_path, monkeypatch):
+    import io
+    import sys
+
+    from rich.console import Console
+
+    from labnotebook import profile
+    from labnotebook.orchestrate import Build, Options
+
+    script = tmp_path / "worker.py"
+    script.write_text(DYING_WORKER)
+    monkeypatch.setattr(profile, "command", lambda worker, report: [sys.executable, str(script), *worker])
+    build = Build(tmp_path, Store(tmp_path / "results"), Console(file=io.StringIO()), Options())
+    build.cubin_cache = tmp_path
+    for name in "abc":
+        build.profile_later(name, Record(experiment=name, title=name, gpu=GPU, provenance=None, rows=[], status="ok"), 0)
+    monkeypatch.setattr(Build, "time_limit", lambda self, name: 60)
+    results = build.profile_session(["a", "b", "c"], 0)
+    assert [results[n][0].status for n in "abc"] == ["ok", "failed", "ok"]
+    assert results["b"][0].reason == "the worker did not finish under ncu: Segmentation fault in b"
+    # Each one's seconds: its own part and a share of its session's start-up.
+    assert results["a"][1] > 0.01 and results["c"][1] > 0.01 and results["b"][1] > 0

@@ -1,9 +1,9 @@
-"""Reading Nsight Compute's raw CSV report: units, launch order, markers, stall shares."""
+"""Reading Nsight Compute's raw CSV report: units, launch order, NVTX ranges, stall shares."""
 
 import re
 
-from labnotebook.profile import METRICS, STALLS, command, parse, short_name
-from labnotebook.run.profiled import MARKER
+from labnotebook.profile import METRICS, STALLS, command, launches, parse, short_name
+from labnotebook.run.profiled import RANGE
 
 from conftest import FAULTS
 
@@ -14,29 +14,34 @@ HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context",
           '"sm__throughput.avg.pct_of_peak_sustained_elapsed","launch__registers_per_thread",'
           '"smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",'
           '"smsp__average_warps_issue_stalled_selected_per_issue_active.ratio",'
-          '"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"')
-UNITS = '"","","","","","","","","","","","usecond","Tbyte/second","%","%","%","register/thread","","",""'
+          '"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",'
+          '"thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"')
+UNITS = '"","","","","","","","","","","","usecond","Tbyte/second","%","%","%","register/thread","","","",""'
 
 
-def line(i, name, us, tbs, mem, sm, stall_ls=3.0, stall_bar=1.0):
+def nvtx(number):
+    """The NVTX cell as ncu 2025.3 prints it: the thread, then the range stack."""
+    name = f"{RANGE}{number}"
+    return f'541  ""<default domain>:{name}:0:none:none:RGB:0xff:REGISTERED:{name}:0"" ' if number is not None else ""
+
+
+def line(i, name, us, tbs, mem, sm, stall_ls=3.0, stall_bar=1.0, number=None):
     return (f'"{i}","77","python3","host","{name}","1","7","(256, 1, 1)","(1024, 1, 1)","0","9.0",'
-            f'"{us}","{tbs}","{mem}","{mem}","{sm}","32","{stall_ls}","1","{stall_bar}"')
+            f'"{us}","{tbs}","{mem}","{mem}","{sm}","32","{stall_ls}","1","{stall_bar}","{nvtx(number)}"')
 
 
 def report(*rows):
     return "\n".join(["==PROF== Connected to process 77", HEADER, UNITS, *rows, "==PROF== Disconnected"])
 
 
-LAUNCHED = {"order": ["1_add", "cuBLAS"], "cases": {"1_add": "2^28", "cuBLAS": "4096³", "numpy": "2^28"},
+LAUNCHED = {"ranges": {"1_add": 4, "cuBLAS": 5}, "cases": {"1_add": "2^28", "cuBLAS": "4096³", "numpy": "2^28"},
             "skipped": {"numpy": "runs on the CPU: no GPU kernel to profile"}}
 
 
-def test_markers_cut_the_launches_and_units_become_ns_and_gbs():
-    text = report(line(0, f"void {MARKER}(int)", 1, 0, 0, 0),
-                  line(1, "void add<float, 4>(const float *, int)", "1,250.5", 3.1, 91.0, 12.0),
-                  line(2, f"void {MARKER}(int)", 1, 0, 0, 0),
-                  line(3, "void cutlass::Kernel<cutlass_80_gemm<…>>(Params)", 900, 0.5, 30.0, 81.0, 1.0, 1.0),
-                  line(4, "splitKreduce_kernel(float*)", 10, 0.1, 5.0, 2.0))
+def test_ranges_give_each_its_launches_and_units_become_ns_and_gbs():
+    text = report(line(0, "void add<float, 4>(const float *, int)", "1,250.5", 3.1, 91.0, 12.0, number=4),
+                  line(1, "void cutlass::Kernel<cutlass_80_gemm<…>>(Params)", 900, 0.5, 30.0, 81.0, 1.0, 1.0, number=5),
+                  line(2, "splitKreduce_kernel(float*)", 10, 0.1, 5.0, 2.0, number=5))
     result = parse(text, LAUNCHED)
     assert result.status == "ok"
     add = result.profiles["1_add"]
@@ -53,28 +58,39 @@ def test_markers_cut_the_launches_and_units_become_ns_and_gbs():
     assert result.profiles["numpy"].error.startswith("runs on the CPU") and result.profiles["numpy"].main is None
 
 
-def test_rows_are_read_in_launch_order_whatever_order_they_are_printed_in():
-    text = report(line(2, f"void {MARKER}(int)", 1, 0, 0, 0), line(3, "late", 5, 0, 1, 1),
-                  line(0, f"void {MARKER}(int)", 1, 0, 0, 0), line(1, "early", 5, 0, 1, 1))
+def test_a_ranges_launches_are_read_in_launch_order_whatever_order_they_are_printed_in():
+    text = report(line(3, "late", 5, 0, 1, 1, number=5), line(1, "early", 5, 0, 1, 1, number=5),
+                  line(2, "mid", 5, 0, 1, 1, number=4))
+    assert [k.function for k in launches(text)[5]] == ["early", "late"]
     result = parse(text, LAUNCHED)
-    assert result.profiles["1_add"].main.function == "early" and result.profiles["cuBLAS"].main.function == "late"
+    assert result.profiles["1_add"].main.function == "mid" and result.profiles["cuBLAS"].main.function == "early"
 
 
-def test_a_report_that_does_not_match_the_launches_fails_with_ncus_words():
+def test_one_sessions_report_serves_each_experiment_its_own_ranges():
+    text = report(line(0, "add", 5, 0, 1, 1, number=0), line(1, "gemm", 5, 0, 1, 1, number=1),
+                  line(2, "outside any range", 5, 0, 1, 1))
+    by_range = launches(text)
+    assert sorted(by_range) == [0, 1]
+    first = parse(by_range, {"ranges": {"k": 0}, "cases": {"k": "a"}, "skipped": {}})
+    second = parse(by_range, {"ranges": {"k": 1}, "cases": {"k": "b"}, "skipped": {}})
+    assert first.profiles["k"].main.function == "add" and second.profiles["k"].main.function == "gemm"
+
+
+def test_a_report_with_no_kernel_in_any_range_fails_with_ncus_words():
     result = parse("==ERROR== Profiling failed because a driver resource was unavailable.", LAUNCHED)
-    assert result.status == "failed" and "0 markers for 2" in result.reason and "driver resource" in result.reason
+    assert result.status == "failed" and "any of 2 profiled launches" in result.reason
+    assert "driver resource" in result.reason
+    assert parse("", {"error": "snippets/x: no such experiment"}).reason == "snippets/x: no such experiment"
 
 
 def test_a_launch_ncu_saw_no_kernel_in_is_named():
-    text = report(line(0, f"void {MARKER}(int)", 1, 0, 0, 0), line(1, f"void {MARKER}(int)", 1, 0, 0, 0),
-                  line(2, "gemm", 5, 0, 1, 1))
+    text = report(line(0, "gemm", 5, 0, 1, 1, number=5))
     assert parse(text, LAUNCHED).profiles["1_add"].error == "ncu saw no GPU kernel in its launch"
 
 
-def test_a_launch_that_failed_after_its_marker_keeps_it_and_the_next_keeps_its_own():
+def test_a_launch_that_failed_in_its_range_is_named_and_the_next_keeps_its_own():
     launched = {**LAUNCHED, "skipped": {"1_add": "RuntimeError: refused under the profiler"}}
-    text = report(line(0, f"void {MARKER}(int)", 1, 0, 0, 0), line(1, f"void {MARKER}(int)", 1, 0, 0, 0),
-                  line(2, "gemm", 5, 0, 1, 1))
+    text = report(line(0, "gemm", 5, 0, 1, 1, number=5))
     result = parse(text, launched)
     assert result.status == "ok" and result.profiles["1_add"].error.startswith("RuntimeError: refused")
     assert result.profiles["cuBLAS"].main.function == "gemm"
@@ -85,10 +101,10 @@ def test_names_lose_return_type_arguments_and_template_arguments():
     assert short_name("softmax_rows") == "softmax_rows"
 
 
-def test_the_command_profiles_the_worker_and_its_children_from_the_markers_on(tmp_path):
+def test_the_command_profiles_the_worker_and_its_children_where_it_asks_with_ranges(tmp_path):
     cmd = command(["python3", "-m", "labnotebook.run.worker", "x"], tmp_path / "r.csv")
     assert cmd[-4:] == ["python3", "-m", "labnotebook.run.worker", "x"]
-    for flag in ("--target-processes", "--profile-from-start", "--csv", "--log-file"):
+    for flag in ("--target-processes", "--profile-from-start", "--csv", "--log-file", "--nvtx"):
         assert flag in cmd
     assert cmd[cmd.index("--profile-from-start") + 1] == "off" and cmd[cmd.index("--page") + 1] == "raw"
 
@@ -128,15 +144,14 @@ def test_units_as_ncu_2023_and_later_print_them():
                                            ("nsecond", "byte/second", "1250500", "3.1e12")):
         units = UNITS.replace('"usecond","Tbyte/second"', f'"{time_unit}","{rate_unit}"')
         text = "\n".join(["==PROF== Connected to process 77", HEADER, units,
-                          line(0, MARKER, 1, 0, 0, 0), line(1, "void add<float, 4>(const float *, int)", us, rate, 91.0, 12.0),
-                          line(2, MARKER, 1, 0, 0, 0), line(3, "gemm", 900, 0, 30.0, 81.0)])
+                          line(1, "void add<float, 4>(const float *, int)", us, rate, 91.0, 12.0, number=4),
+                          line(3, "gemm", 900, 0, 30.0, 81.0, number=5)])
         k = parse(text, LAUNCHED).profiles["1_add"].main
         assert k.duration_ns == 1250500.0 and k.dram_gbs == 3100.0, (time_unit, rate_unit, k)
 
 
 def test_a_unit_it_does_not_know_leaves_the_metric_out():
     units = UNITS.replace('"usecond","Tbyte/second"', '"cycle","furlong/fortnight"')
-    text = "\n".join([HEADER, units, line(0, MARKER, 1, 0, 0, 0), line(1, "add", 5, 5, 1, 1),
-                      line(2, MARKER, 1, 0, 0, 0), line(3, "gemm", 5, 5, 1, 1)])
+    text = "\n".join([HEADER, units, line(1, "add", 5, 5, 1, 1, number=4), line(3, "gemm", 5, 5, 1, 1, number=5)])
     k = parse(text, LAUNCHED).profiles["1_add"].main
     assert k.duration_ns is None and k.dram_gbs is None and k.registers == 32

@@ -1,64 +1,90 @@
-"""The worker's side of the profile pass: each kernel and GPU baseline launched once at its
-profile case (``Experiment.profile_case``), for Nsight Compute to measure (``labnotebook.profile`` runs ncu and reads it).
+"""The worker's side of the profile pass: each kernel and GPU baseline of one or more experiments
+launched once at its profile case (``Experiment.profile_case``), for Nsight Compute to measure
+(``labnotebook.profile`` runs ncu and reads its report).
 
-The worker runs under ``ncu --profile-from-start off``. For each kernel or baseline: a warm-up
-launch with the profiler off (JIT compilation, autotuning and lazy initialisation stay out of
-the profile), then, with it on, a marker kernel and the launch. ncu lists kernels in launch
-order, so each marker opens the next one's launches: a library call that launches several
-kernels is attributed whole. Outputs were verified by the timed run; they are not checked here.
+One worker under one ncu session profiles every experiment the build hands it: ncu's start-up,
+Python's and torch's import cost about 8 s, which a session per experiment paid each time. The
+worker runs under ``ncu --profile-from-start off --nvtx``. For each kernel or baseline: a
+warm-up launch with the profiler off (JIT compilation, autotuning and lazy initialisation stay
+out of the profile), then, with it on, the launch inside an NVTX range named ``RANGE`` and its
+number in the session. ncu names each kernel's enclosing range, so a library call that launches
+several kernels is attributed whole. Each experiment's account is written as soon as it is done:
+a session that dies costs only the experiments after it, which the build profiles again.
+Outputs were verified by the timed run; they are not checked here.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import json
 import tempfile
+import time
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
-from .compile import compile_cubin
+from ..errors import NotebookError
+from ..experiments import load
 from .declare import Case, Experiment, Unsupported
 from . import protocol
-from .execute import CaseArrays, CaseError, Runnable, Runner, host_call
+from .execute import CaseArrays, CaseError, FatalCudaError, Runnable, Runner, host_call, module_installed
 
-MARKER = "labnotebook_profile_marker"
-MARKER_SOURCE = Path(__file__).with_name("marker.cu")
+RANGE = "labnotebook.profile."  # + the launch's number in the session
+
+
+def profile_session(names: list[str], root: Path, cubin_cache: Path | None, out_dir: Path,
+                    only: set[str] | None = None) -> int:
+    """Profile each experiment in turn, writing ``out_dir/NAME.json`` (``profile_launches``'s
+    account, its ``seconds``, or ``{"error": ...}``) as each is done. Returns the exit status:
+    0, or 3 where a CUDA error left the context unusable and the rest could not run."""
+    numbers = itertools.count()
+    for name in names:
+        t0 = time.perf_counter()
+        status = 0
+        try:
+            folder = root / "snippets" / name
+            launched = profile_launches(load(folder), folder, root, cubin_cache, numbers, only)
+        except FatalCudaError as e:
+            launched, status = {"error": str(e)}, 3
+        except NotebookError as e:
+            launched = {"error": str(e)}
+        launched["seconds"] = round(time.perf_counter() - t0, 2)
+        (out_dir / f"{name}.json").write_text(json.dumps(launched))
+        if status:
+            return status
+    return 0
 
 
 def profile_launches(exp: Experiment, folder: Path, root: Path, cubin_cache: Path | None,
-                     only: set[str] | None = None) -> dict:
-    """Launch everything once at its profile case between markers. Returns what the pass needs
-    to read ncu's report: ``order`` (the names, one per marker), ``cases`` ({name: case}) and
-    ``skipped`` ({name: why it has no profile})."""
+                     numbers: Iterator[int], only: set[str] | None = None) -> dict:
+    """Launch everything once at its profile case, each in its own range. Returns what the pass
+    needs to read ncu's report: ``ranges`` ({name: its range's number}), ``cases`` ({name: case})
+    and ``skipped`` ({name: why it has no profile})."""
+    if not module_installed("nvtx"):
+        raise NotebookError("the profile pass names each launch with an NVTX range: pip install nvtx")
     runner = Runner(exp, folder, root, log=lambda line: None, cubin_cache=cubin_cache)
     runner.only = only
-    order: list[str] = []
-    cases: dict[str, str] = {}
-    skipped: dict[str, str] = {}
+    account = {"ranges": {}, "cases": {}, "skipped": {}}
     try:
         with tempfile.TemporaryDirectory(prefix="notebook-cubin-", dir=cubin_cache) as build_dir:
             runner.compile(Path(build_dir))
-            marker = _marker(runner, Path(build_dir), root)
             runnables = runner.runnables()
             for case in exp.cases:
                 mine = [r for r in runnables if exp.profile_case(r.name) == case.name]
                 if mine:
-                    _profile_case(runner, case, mine, marker, order, cases, skipped)
+                    _profile_case(runner, case, mine, numbers, account)
     finally:
         runner.close()
-    return {"order": order, "cases": cases, "skipped": skipped}
+    return account
 
 
-def _marker(runner: Runner, build_dir: Path, root: Path):
-    compiled = compile_cubin(MARKER_SOURCE, build_dir, runner.arch, (), root, runner.cubin_cache)
-    fn = runner.cuda.module_from_file(str(compiled.cubin)).get_function(MARKER)
-    return lambda index: fn(np.int32(index), grid=(1, 1, 1), block=(1, 1, 1))
-
-
-def _profile_case(runner: Runner, case: Case, runnables: list[Runnable], marker, order, cases, skipped) -> None:
-    exp = runner.exp
+def _profile_case(runner: Runner, case: Case, runnables: list[Runnable], numbers: Iterator[int],
+                  account: dict) -> None:
+    exp, skipped = runner.exp, account["skipped"]
     for r in runnables:
-        cases[r.name] = case.name
+        account["cases"][r.name] = case.name
     try:
         inputs = host_call(exp.inputs, "inputs", case, case, protocol.case_rng(exp, case))
         _, shapes = runner.reference_and_shapes(case, inputs, keep=False)
@@ -85,12 +111,10 @@ def _profile_case(runner: Runner, case: Case, runnables: list[Runnable], marker,
                 runner.check_context(f"profiling {r.name}")
                 skipped[r.name] = f"{type(e).__name__}: {e}"
                 continue
-            # Counted before its marker goes out: a launch that fails after it still owns that
-            # marker, so the ones after it keep theirs (its own profile is the failure).
-            order.append(r.name)
+            number = next(numbers)
+            account["ranges"][r.name] = number
             try:
-                with _profiler(runner.cuda):
-                    marker(len(order) - 1)
+                with _profiled(runner.cuda, RANGE + str(number)):
                     go()
                     runner.context.synchronize()
             except Exception as e:
@@ -108,9 +132,14 @@ def _why_not(runner: Runner, r: Runnable) -> str | None:
 
 
 @contextlib.contextmanager
-def _profiler(cuda):
+def _profiled(cuda, name: str):
+    """The profiler on, inside the NVTX range ``name``."""
+    import nvtx
+
     cuda.start_profiler()
+    nvtx.push_range(name)
     try:
         yield
     finally:
+        nvtx.pop_range()
         cuda.stop_profiler()

@@ -26,14 +26,15 @@ def _names(values: list[str] | None) -> set[str] | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="labnotebook.run.worker")
-    parser.add_argument("experiment", help="experiment folder name, or 'ceilings'")
+    parser.add_argument("experiment", nargs="+", help="experiment folder name, or 'ceilings' (several with --profile)")
     parser.add_argument("--root", type=Path, default=Path.cwd())
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True, help="the record (a folder of accounts with --profile)")
     parser.add_argument("--ceiling", type=json.loads, default=None, help="the run's ceiling, as JSON")
     parser.add_argument("--verify-only", action="store_true",
                         help="only verify at the edge cases: no timing, no baselines (for sanitizers)")
     parser.add_argument("--profile", action="store_true",
-                        help="launch each kernel and GPU baseline once at its profile case, for ncu (no record)")
+                        help="launch each kernel and GPU baseline of each experiment once at its profile case, "
+                             "for ncu (no record)")
     parser.add_argument("--kernel", nargs="+", help="run only these kernels and baselines")
     parser.add_argument("--case", nargs="+", help="run only these cases")
     parser.add_argument("--cubin-cache", type=Path, default=None, help="a folder shared by one build's workers")
@@ -41,6 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     cpus = os.environ.get("NOTEBOOK_CPUS")
     if cpus and hasattr(os, "sched_setaffinity"):  # this GPU's share of the host's cores
         os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+    if args.profile:  # several experiments, one account each (run/profiled.py)
+        from .profiled import profile_session
+
+        return profile_session(args.experiment, args.root, args.cubin_cache, args.out, _names(args.kernel))
+    if len(args.experiment) > 1:
+        parser.error("one experiment at a time, but with --profile")
+    args.experiment = args.experiment[0]
     try:
         if args.experiment == "ceilings":
             from .execute import Clock
@@ -66,13 +74,6 @@ def main(argv: list[str] | None = None) -> int:
             if unknown:
                 raise NotebookError(f"{exp.name} has no kernel or baseline {', '.join(unknown)}; "
                                     f"have {', '.join(exp.runnable_names())}")
-
-            if args.profile:
-                from .profiled import profile_launches
-
-                args.out.write_text(json.dumps(profile_launches(exp, folder, args.root, args.cubin_cache,
-                                                                _names(args.kernel))))
-                return 0
 
             def pick(cases):
                 return [c for c in cases if chosen is None or c.name in chosen]

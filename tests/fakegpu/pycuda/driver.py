@@ -152,11 +152,14 @@ def stop_profiler():
 
 
 def _profiled(name: str, grid, block) -> None:
-    """Under the stand-in ncu (which names a log in FAKE_NCU_LOG), note each launch it would see."""
+    """Under the stand-in ncu (which names a log in FAKE_NCU_LOG), note each launch it would see,
+    with the NVTX ranges it ran in."""
     log = os.environ.get("FAKE_NCU_LOG")
     if log and _PROFILING:
+        from nvtx import RANGES  # tests/fakegpu/nvtx.py
+
         with open(log, "a") as f:
-            f.write(f"{name}\t{tuple(grid)}\t{tuple(block)}\n")
+            f.write(f"{name}\t{tuple(grid)}\t{tuple(block)}\t{':'.join(RANGES)}\n")
 
 
 class _Function:
