@@ -80,7 +80,9 @@ def _child(argv: list[str], log: str) -> None:
         os.dup2(fd, 1)
         os.dup2(fd, 2)
         os.close(fd)
-        os.close(0)
+        fd = os.open(os.devnull, os.O_RDONLY)  # not the server's requests (nvcc fails on a closed stdin)
+        os.dup2(fd, 0)
+        os.close(fd)
         from .run.worker import main
 
         code = main(argv)
