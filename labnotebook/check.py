@@ -33,9 +33,9 @@ class Finding:
         return f"{mark} {self.experiment} on {self.gpu}: {self.what}: {self.why}; fix: {self.fix}"
 
 
-def command(experiment: str, gpu: str, profile: bool = False) -> str:
-    """What re-makes a result, and on which GPU."""
-    return f"on an {gpu}: `{run_command(experiment)}{' --force' if profile else ''}`"
+def command(experiment: str, gpu: str) -> str:
+    """What re-makes a result, or its profile alone (where the results stand), and on which GPU."""
+    return f"on an {gpu}: `{run_command(experiment)}`"
 
 
 def findings(root: Path, store: Store) -> list[Finding]:
@@ -59,5 +59,5 @@ def findings(root: Path, store: Store) -> list[Finding]:
                 reason = (profile.reason if profile and profile.reason else
                           "none on record" if profile is None else "the profiler pass changed since")
                 out.append(Finding("warning", name, gpu, f"profile {stored.profile_state}", reason,
-                                   command(name, gpu, profile=True)))
+                                   command(name, gpu)))
     return out

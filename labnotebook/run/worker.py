@@ -1,8 +1,9 @@
 """One experiment in one process: ``python -m labnotebook.run.worker --out FILE NAME``.
 
-The build starts one of these per experiment (and one per GPU to measure the copy ceiling, one
-per compute-sanitizer tool and one under Nsight Compute), with a time limit, so a crash, a hang or a sticky CUDA error
-ends this process and nothing else. The record goes to ``--out`` as JSON (``records.Record``);
+The build runs one of these per experiment (forked from its GPU's ``forkserver``), one per GPU
+to measure the copy ceiling, one per compute-sanitizer tool, and one per GPU under Nsight
+Compute for every experiment to profile (``--profile A B ...``), each with a time limit, so a
+crash, a hang or a sticky CUDA error ends this process and nothing else. The record goes to ``--out`` as JSON (``records.Record``);
 on an engine error the file holds ``{"error": ...}`` and the exit status is 2; on anything
 unforeseen Python's traceback reaches the build through stdout.
 """
