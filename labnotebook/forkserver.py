@@ -14,6 +14,7 @@ when it ends (a negative status: killed by that signal). The child's output goes
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import selectors
@@ -114,7 +115,7 @@ class ForkServer:
         self.lock = threading.Lock()
         self.states: dict[str, dict] = {}  # request id -> what the server said of it
         self.changed = threading.Condition()
-        self.ids = iter(range(1 << 62))
+        self.ids = itertools.count()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:

@@ -57,6 +57,18 @@ class Outcome:
 
 
 @dataclass
+class Unprofiled:
+    """A record waiting for its GPU's ncu session: just written, or fresh with a stale profile."""
+    record: Record
+    exp: Experiment | None  # loaded when the profile's time limit is asked for, if not yet
+    gpu: int | None  # the GPU that ran it; None: any
+
+    @property
+    def estimate_s(self) -> float:
+        return self.record.phases_s.get("profile", 10.0)
+
+
+@dataclass
 class Options:
     gpus: list[int] = field(default_factory=lambda: [0])
     force: bool = False
@@ -197,7 +209,7 @@ class Build:
         self.many = len(options.gpus) > 1
         self.cores = share_cores(options.gpus) if self.many else {}
         self.keys = Keys(root)  # what each result is keyed on, read once, before anything runs
-        self.to_profile: dict[str, tuple[Record, Experiment, int | None]] = {}  # name -> (record, exp, its GPU)
+        self.to_profile: dict[str, Unprofiled] = {}
         self.servers: dict[int, ForkServer] = {}  # each GPU's, started with its first worker
         self.servers_lock = threading.Lock()
 
@@ -384,20 +396,17 @@ class Build:
     # -- the profile pass -------------------------------------------------------------------------
     def profile_later(self, name: str, record: Record, gpu: int | None, exp: Experiment | None = None) -> None:
         """Queue ``record`` (written, or fresh with a stale profile) for its GPU's ncu session."""
-        self.to_profile[name] = (record, exp, gpu)
+        self.to_profile[name] = Unprofiled(record, exp, gpu)
 
     def profile_jobs(self) -> list[Job]:
         """One ncu session per GPU: each experiment on the GPU that ran it, the rest (profiles
         of results that stand) where the load is least, by the last profile's seconds."""
         load = {g: 0.0 for g in self.options.gpus}
         chunks: dict[int, list[str]] = {g: [] for g in self.options.gpus}
-        def seconds(name):
-            return self.to_profile[name][0].phases_s.get("profile", 10.0)
-        for name in sorted(self.to_profile, key=lambda n: (self.to_profile[n][2] is None, -seconds(n))):
-            g = self.to_profile[name][2]
-            g = g if g in load else min(load, key=load.get)
+        for name, waiting in sorted(self.to_profile.items(), key=lambda kv: (kv[1].gpu is None, -kv[1].estimate_s)):
+            g = waiting.gpu if waiting.gpu in load else min(load, key=load.get)
             chunks[g].append(name)
-            load[g] += seconds(name)
+            load[g] += waiting.estimate_s
         return [self.profile_job(names, g) for g, names in chunks.items() if names]
 
     def profile_job(self, names: list[str], gpu: int) -> Job:
@@ -418,7 +427,7 @@ class Build:
             return []
         # Timed, so that it has its GPU to itself: ncu's counters are the GPU's, not the process's.
         return Job(f"profile: {', '.join(names)}", run, timed=True, gpu=gpu,
-                   estimate_s=sum(self.to_profile[n][0].phases_s.get("profile", 10.0) for n in names), then=then)
+                   estimate_s=sum(self.to_profile[n].estimate_s for n in names), then=then)
 
     def profile_session(self, names: list[str], gpu: int) -> dict[str, tuple[ProfilePass, float]]:
         """Profile ``names`` in one ncu session, and again in a new one from where a session
@@ -440,11 +449,13 @@ class Build:
             wall = time.perf_counter() - t0
             by_range = profile.launches(text)
             done = [n for n in left if n in accounts]
-            share = max(0.0, wall - sum(a["seconds"] for a in accounts.values())) / max(1, len(done) + (len(done) < len(left)))
+            died = len(done) < len(left)  # in left[len(done)], which bears its share too
+            startup = max(0.0, wall - sum(a["seconds"] for a in accounts.values()))
+            share = startup / max(1, len(done) + died)
             for n in done:
                 results[n] = (profile.parse(by_range, accounts[n]), round(accounts[n]["seconds"] + share, 2))
             left = left[len(done):]
-            if left:  # the session died in left[0]
+            if died:
                 why = f"timed out after {limit:.0f} s under ncu" if status is None else \
                     "the worker did not finish under ncu: " + \
                     next((ln for ln in reversed(lines + text.splitlines()) if ln.strip()), "no output")
@@ -453,7 +464,7 @@ class Build:
 
     def add_profile(self, name: str, result: ProfilePass, seconds: float, gpu: int) -> None:
         """Put the profile in its record, with its cost, and write the record again."""
-        record = self.to_profile[name][0]
+        record = self.to_profile[name].record
         record.profile = dataclasses.replace(result, sources=self.keys.profiler.files)
         if self.ncu and record.provenance:
             record.provenance = dataclasses.replace(record.provenance, ncu=self.ncu)
@@ -471,13 +482,9 @@ class Build:
             outcome.phases = record.phases_s
 
     def time_limit(self, name: str) -> float:
-        exp = self.to_profile[name][1]
-        if exp is None:
-            try:
-                exp = load(self.keys.folders[name])
-            except NotebookError:
-                return DEFAULT_ESTIMATE_S * 5
-        return exp.time_limit_s
+        waiting = self.to_profile[name]
+        waiting.exp = waiting.exp or load(self.keys.folders[name])  # fresh results: their declaration loads
+        return waiting.exp.time_limit_s
 
     def finish(self, name, gpu_name, key: Key | None, record: Record | None, error: str | None, t0: float,
                gpu: int | None = None) -> list[Job]:
@@ -516,10 +523,13 @@ class Build:
     def env(self, gpu: int) -> dict[str, str]:
         return worker_env(gpu, self.cores.get(gpu), len(self.options.gpus))
 
-    def worker_command(self, names: str | list[str], args: list[str]) -> list[str]:
+    def worker_args(self, names: str | list[str], args: list[str]) -> list[str]:
+        """The worker's arguments, for a forked worker; ``worker_command`` starts it afresh."""
         names = [names] if isinstance(names, str) else names
-        return [sys.executable, "-m", "labnotebook.run.worker", *names, "--root", str(self.root),
-                "--cubin-cache", str(self.cubin_cache), *args]
+        return [*names, "--root", str(self.root), "--cubin-cache", str(self.cubin_cache), *args]
+
+    def worker_command(self, names: str | list[str], args: list[str]) -> list[str]:
+        return [sys.executable, "-m", "labnotebook.run.worker", *self.worker_args(names, args)]
 
     def server(self, gpu: int) -> ForkServer | None:
         """``gpu``'s fork server, started on first use; None where it has died (workers start afresh)."""
@@ -536,11 +546,11 @@ class Build:
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="notebook-run-") as tmp:
             out = Path(tmp) / "record.json"
-            command = self.worker_command(name, [*args, "--out", str(out)])
+            args = [*args, "--out", str(out)]
             relay = lambda line: self.console.print(prefix + line, markup=False, highlight=False)
             server = self.server(gpu)
-            status, lines = run_forked(server, command[3:], time_limit, relay) if server else \
-                run_process(command, self.root, self.env(gpu), time_limit, relay)
+            status, lines = run_forked(server, self.worker_args(name, args), time_limit, relay) if server else \
+                run_process(self.worker_command(name, args), self.root, self.env(gpu), time_limit, relay)
             if status is None:
                 return None, f"timed out after {time_limit:.0f} s (a hung kernel?) and was killed"
             if out.exists():
