@@ -15,8 +15,16 @@ def test_repetitions_fill_the_budget_between_the_floor_and_the_cap():
 def test_a_slow_cpu_baseline_takes_a_bounded_number_of_repetitions():
     calls = []
     t = timing.time_cpu(lambda: (calls.append(1), time.sleep(0.04)))
-    assert t.reps == timing.CPU_MIN_REPS and len(calls) == 2 + timing.CPU_MIN_REPS
+    assert t.reps == timing.CPU_MIN_REPS and len(calls) == 1 + timing.CPU_MIN_REPS
     assert 35 <= t.median_ms < 200 and t.min_ms <= t.q10_ms <= t.median_ms <= t.q90_ms <= t.max_ms
+
+
+def test_a_very_slow_cpu_baseline_stops_at_its_budget_with_a_spread_still(monkeypatch):
+    monkeypatch.setattr(timing, "CPU_BUDGET_MS", 100.0)
+    calls = []
+    t = timing.time_cpu(lambda: (calls.append(1), time.sleep(0.05)))
+    assert t.reps == timing.CPU_LEAST_REPS < timing.CPU_MIN_REPS and len(calls) == 1 + timing.CPU_LEAST_REPS
+    assert t.min_ms <= t.median_ms <= t.max_ms
 
 
 def test_a_fast_cpu_baseline_fills_the_budget():

@@ -241,7 +241,7 @@ class Runner:
         self.exp, self.folder, self.root, self.log = exp, folder, root, log
         self.cubin_cache = cubin_cache
         self.cuda, self.device, self.context = open_context()
-        self.timer = GpuTimer(self.cuda)
+        self.timer = GpuTimer(self.cuda, self.device)
         major, minor = self.device.compute_capability()
         self.arch = f"sm_{major}{minor}"
         self.capability = (major, minor)

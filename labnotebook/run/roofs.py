@@ -43,7 +43,7 @@ def measure_ceiling() -> Record:
 
     cuda, device, context = open_context()
     try:
-        timer = GpuTimer(cuda)
+        timer = GpuTimer(cuda, device)
         ceiling, timing = timer.copy_bandwidth()
         info = describe(cuda, device)
         major, minor = device.compute_capability()

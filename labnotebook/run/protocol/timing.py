@@ -2,10 +2,14 @@
 
 Modelled on ``triton.testing.do_bench``, with its budget (25 ms of warm-up, 100 ms of timed
 repetitions) and at least ``MIN_REPS`` repetitions: a trial run sets the counts; before every
-repetition a 256 MiB buffer is overwritten so that the inputs are not served from L2 (50 MiB on
-an H100), and while the GPU does that the host has time to queue the timed launch behind it.
-CPU baselines take the same budget with fewer repetitions at least (``CPU_MIN_REPS``): NumPy at
-2^31 elements takes seconds a call, and its spread is recorded all the same.
+repetition a buffer of twice the GPU's L2 is overwritten so that the inputs are not served from
+L2 (50 MiB on an H100, 60 on an H200), and while the GPU does that the host has time to queue
+the timed launch behind it. do_bench overwrites 256 MiB whatever the GPU: on an H100, 2026-11-23,
+a kernel reading 8, 24 or 40 MiB had the same median after a 64, 100, 160 or 256 MiB flush, and
+the flush is most of what a repetition of a short kernel costs (the GPU suite checks the first).
+CPU baselines take the same budget with fewer repetitions at least (``CPU_MIN_REPS``), and a
+slow one stops after ``CPU_BUDGET_MS`` with ``CPU_LEAST_REPS`` at least: NumPy at 2^28 elements
+takes hundreds of milliseconds a call, and its spread is recorded all the same.
 """
 
 from __future__ import annotations
@@ -17,11 +21,14 @@ import numpy as np
 
 from ...records import Ceiling, Timing
 
-FLUSH_BYTES = 256 << 20
+FLUSH_L2S = 2  # the flush buffer, in L2 sizes
+MIN_FLUSH_BYTES = 64 << 20
 WARMUP_MS = 25.0
 REP_MS = 100.0
 MIN_REPS = 10
 CPU_MIN_REPS = 5
+CPU_BUDGET_MS = 1000.0
+CPU_LEAST_REPS = 3
 MAX_REPS = 1000
 
 
@@ -33,6 +40,12 @@ def stats(samples_ms: list[float]) -> Timing:
                   min_ms=float(s.min()), max_ms=float(s.max()), reps=int(s.size))
 
 
+def flush_size(cuda, device) -> int:
+    """Bytes to overwrite before each repetition: ``FLUSH_L2S`` times ``device``'s L2."""
+    l2 = device.get_attribute(cuda.device_attribute.L2_CACHE_SIZE)
+    return max(MIN_FLUSH_BYTES, FLUSH_L2S * l2) // 4 * 4
+
+
 def _reps(estimate_ms: float, budget_ms: float, least: int = MIN_REPS) -> int:
     return int(np.clip(budget_ms / max(estimate_ms, 1e-4), least, MAX_REPS))
 
@@ -40,12 +53,13 @@ def _reps(estimate_ms: float, budget_ms: float, least: int = MIN_REPS) -> int:
 class GpuTimer:
     """Times callables that enqueue GPU work on the default stream of the current context."""
 
-    def __init__(self, cuda):
+    def __init__(self, cuda, device):
         self.cuda = cuda
-        self.flush_buffer = cuda.mem_alloc(FLUSH_BYTES)
+        self.flush_bytes = flush_size(cuda, device)
+        self.flush_buffer = cuda.mem_alloc(self.flush_bytes)
 
     def flush(self) -> None:
-        self.cuda.memset_d32(self.flush_buffer, 0, FLUSH_BYTES // 4)
+        self.cuda.memset_d32(self.flush_buffer, 0, self.flush_bytes // 4)
 
     def _once(self, fn: Callable[[], object]) -> float:
         start, end = self.cuda.Event(), self.cuda.Event()
@@ -101,5 +115,6 @@ def time_cpu(fn: Callable[[], object]) -> Timing:
         t0 = time.perf_counter()
         fn()
         return (time.perf_counter() - t0) * 1e3
-    estimate = min(once() for _ in range(2))  # these two are its warm-up
-    return stats([once() for _ in range(_reps(estimate, REP_MS, least=CPU_MIN_REPS))])
+    estimate = once()  # its warm-up
+    reps = min(_reps(estimate, REP_MS, least=CPU_MIN_REPS), max(CPU_LEAST_REPS, int(CPU_BUDGET_MS / estimate)))
+    return stats([once() for _ in range(reps)])

@@ -59,7 +59,7 @@ def memset_d8(dest, value, count):
 
 
 def memset_d32(dest, value, count):
-    # The timer's 256 MiB L2 flush is never read back: filling it for real would only slow tests.
+    # The timer's L2 flush is never read back: filling it for real would only slow tests.
     MEMORY[int(dest)].view(np.uint32)[:min(count, 1 << 16)] = value
 
 
