@@ -39,7 +39,7 @@ from .keys import Key
 from .records import ProfilePass, Record, Verdict
 from .run import draw
 from .run.declare import Experiment
-from .sanitize import TOOLS, command, parse, sanitizer_path
+from .sanitize import NO_SHARED_MEMORY, TOOLS, applies, command, parse, sanitizer_path
 from .schedule import Job, Scheduler
 from .store import CEILINGS, Store, read_json
 
@@ -339,7 +339,15 @@ class Build:
         # Python-DSL kernels only: no sanitizer frame would name them, so the tools could tell nothing.
         tools = TOOLS if self.options.sanitize and functions else ()
         report: dict[str, dict[str, Verdict]] = {k: {} for k in functions.values()}
-        left = set(tools)
+        # Each tool over the kernels it has something to check in (racecheck: shared memory);
+        # the others get a verdict that says why not, and a tool with none left does not run.
+        scopes: dict[str, dict[str, str]] = {}
+        for tool in tools:
+            scopes[tool] = {f: k for f, k in functions.items()
+                            if applies(tool, record.kernels[k], (r.launch for r in record.rows if r.name == k and r.launch))}
+            for k in set(functions.values()) - set(scopes[tool].values()):
+                report[k][tool] = NO_SHARED_MEMORY
+        left = {t for t in tools if scopes[t]}
         finished: dict[str, Job] = {}  # each pass's job, for when it ran (phases_s)
 
         def done(part: str, job: Job | None = None) -> list[Job]:
@@ -364,15 +372,20 @@ class Build:
                 self.profile_later(name, record, gpu, exp)
             return written
 
-        jobs = [self.sanitizer_job(name, exp, tool, functions, report, done, estimate / 4) for tool in tools]
+        jobs = [self.sanitizer_job(name, exp, tool, scopes[tool], len(functions), report, done, estimate / 4)
+                for tool in tools if scopes[tool]]
         return jobs or done("")
 
-    def sanitizer_job(self, name, exp, tool: str, functions: dict[str, str],
+    def sanitizer_job(self, name, exp, tool: str, functions: dict[str, str], of: int,
                       report: dict[str, dict[str, Verdict]], done, estimate_s: float) -> Job:
+        """``tool`` over the kernels ``functions`` names ({CUDA function: kernel}), ``of`` the
+        experiment's CUDA kernels: the worker runs those alone where they are fewer."""
+        only = [] if len(functions) == of else ["--kernel", *functions.values()]
+
         def run(g: int):
             with tempfile.TemporaryDirectory(prefix="notebook-sanitize-") as tmp:
                 out = Path(tmp) / "r.json"
-                worker = self.worker_command(name, ["--verify-only", "--out", str(out)])
+                worker = self.worker_command(name, ["--verify-only", "--out", str(out), *only])
                 status, lines = run_process(command(tool, worker), self.root, self.env(g),
                                             exp.time_limit_s, relay=None)
                 finished = status is not None and out.exists() and "format" in read_json(out)

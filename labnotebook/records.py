@@ -155,10 +155,13 @@ class KernelInfo:
 @dataclass(frozen=True)
 class Verdict:
     """One compute-sanitizer tool's findings for one kernel: ``errors`` is None when the tool
-    did not finish; ``first`` is the first message."""
+    did not finish; ``first`` is the first message. ``checked`` False: the tool had nothing to
+    look at in this kernel and did not run it (racecheck where a kernel has no shared memory);
+    ``first`` says why."""
 
     errors: int | None
     first: str | None = None
+    checked: bool = True
 
 
 SOL_THRESHOLD_PCT = 60.0  # ncu's SOLBottleneck rule: below this on both axes, latency limits a kernel

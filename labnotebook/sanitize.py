@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
-from .records import Verdict
+from typing import Iterable
+
+from .records import KernelInfo, LaunchShape, Verdict
 from .run.compile import cuda_tool
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
@@ -17,6 +19,18 @@ TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 # "RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)".
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error")
 _FRAME = re.compile(r"at (?:void )?(\w+)(?:\(.*?\))?\+0x")
+
+
+# racecheck looks for hazards in shared memory and nowhere else.
+NO_SHARED_MEMORY = Verdict(0, "no shared memory, static or dynamic: nothing for racecheck to check", checked=False)
+
+
+def applies(tool: str, info: KernelInfo, launches: Iterable[LaunchShape]) -> bool:
+    """Whether ``tool`` has anything to check in a kernel built as ``info`` and launched as
+    ``launches``: racecheck only where it has shared memory (or where ptxas did not say)."""
+    if tool != "racecheck":
+        return True
+    return info.resources is None or info.resources.smem_bytes > 0 or any(s.shared_bytes for s in launches)
 
 
 def sanitizer_path() -> str | None:

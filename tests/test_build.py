@@ -189,6 +189,34 @@ def test_the_fast_loop_prints_one_kernel_at_one_case_and_writes_nothing(built):
     assert proc.returncode == 1 and "has no case huge" in proc.stdout
 
 
+def test_racecheck_runs_the_kernels_with_shared_memory_alone_and_says_why_not_the_others(tmp_path):
+    """racecheck checks shared memory and nothing else: the kernel without any gets a verdict that
+    says so (not a clean run it never had), and the tool's worker runs only the other one."""
+    project = copy_project(tmp_path / "p", [])
+    folder = shutil.copytree(FAULTS / "snippets" / "wrong_answer", project / "snippets" / "two_adds")
+    plain = (folder / "1_skips_last.cu").read_text().replace("i < n - 1", "i < n").replace("add_skip_last", "add")
+    (folder / "1_skips_last.cu").unlink()
+    (folder / "1_add.cu").write_text(plain)
+    (folder / "2_staged.cu").write_text(plain.replace("void add(", "void add_again(")
+                                        .replace("{\n", "{\n    __shared__ float staged[256];\n", 1))
+    (folder / "experiment.py").write_text((folder / "experiment.py").read_text().replace(
+        'kernels=[Kernel("1_skips_last.cu", "add_skip_last", launch)]',
+        'kernels=[Kernel("1_add.cu", "add", launch), Kernel("2_staged.cu", "add_again", launch)]'))
+    log = tmp_path / "sanitizer.log"
+    proc = run_cli("--only", "two_adds", "--no-profile", root=project,
+                   env={**fake_env(), "FAKE_SANITIZER_LOG": str(log)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    verdicts = Store(project / "results").read("two_adds", GPU).sanitizer
+    assert not verdicts["1_add"]["racecheck"].checked and "no shared memory" in verdicts["1_add"]["racecheck"].first
+    assert verdicts["2_staged"]["racecheck"].checked and verdicts["2_staged"]["racecheck"].errors == 0
+    assert all(v.checked and v.errors == 0 for k in verdicts for t, v in verdicts[k].items() if t != "racecheck")
+    ran = [line.split("\t") for line in log.read_text().splitlines()]
+    assert sorted(t for t, _ in ran) == ["initcheck", "memcheck", "racecheck", "synccheck"]
+    racecheck = next(program for t, program in ran if t == "racecheck")
+    assert racecheck.endswith("--kernel 2_staged"), racecheck
+    assert all("--kernel" not in program for t, program in ran if t != "racecheck")
+
+
 def test_an_interrupted_build_leaves_no_worker_behind(tmp_path):
     """`timeout` or Ctrl-C stops the build and its workers (each in a session of its own)."""
     import signal

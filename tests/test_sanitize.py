@@ -52,3 +52,17 @@ def test_errors_past_the_print_limit_leave_the_other_kernels_unknown_not_clean()
     found = parse(MEMCHECK.replace("ERROR SUMMARY: 2 errors", "ERROR SUMMARY: 25 errors"), FUNCTIONS)
     assert found["1_oob"].errors == 2
     assert found["1_add"].errors is None and "25" not in found["1_add"].first and "23 errors" in found["1_add"].first
+
+
+def test_racecheck_applies_only_where_there_is_shared_memory():
+    from labnotebook.records import KernelInfo, LaunchShape, Resources
+    from labnotebook.sanitize import TOOLS, applies
+
+    def info(smem):
+        return KernelInfo("1.cu", "f", "cuda", "sm_90", Resources(registers=16, smem_bytes=smem))
+    plain, dynamic = LaunchShape((1,), (32,)), LaunchShape((1,), (32,), shared_bytes=4096)
+    assert not applies("racecheck", info(0), [plain, plain])
+    assert applies("racecheck", info(1024), [plain])  # static
+    assert applies("racecheck", info(0), [plain, dynamic])  # dynamic, at one case
+    assert applies("racecheck", KernelInfo("1.cu", "f", "cuda"), [])  # ptxas said nothing: check
+    assert all(applies(t, info(0), [plain]) for t in TOOLS if t != "racecheck")

@@ -149,6 +149,20 @@ def gpu_table(views: list[View], case: str, names: list[str], note: Note) -> str
     return table(head, lines) + caption(views)
 
 
+def sanitizer_verdict(tools: dict) -> str:
+    """One kernel's compute-sanitizer cell: what each tool found, or that it found nothing; a
+    tool with nothing to check in this kernel (``Verdict.checked``) says so apart."""
+    if not tools:
+        return "not run"
+    found = [f"✗ {tool}: {v.errors}: {cell(v.first)}" for tool, v in tools.items() if v.errors != 0]
+    if found:
+        return "; ".join(found)
+    clean = [tool for tool, v in tools.items() if v.checked]
+    unchecked = [f'<abbr title="{cell(v.first)}">{tool}: not applicable</abbr>' for tool, v in tools.items()
+                 if not v.checked]
+    return "; ".join(([f"✓ {', '.join(clean)} clean"] if clean else []) + unchecked)
+
+
 def kernel_report(view: View) -> str:
     """Per kernel: what the compiler gave it, the occupancy that allows, and the sanitizers' verdict."""
     record = view.require()
@@ -157,8 +171,7 @@ def kernel_report(view: View) -> str:
     lines = []
     for name, info in record.kernels.items():
         tools = sanitizer.get(name, {})
-        found = [f"✗ {tool}: {v.errors}: {cell(v.first)}" for tool, v in tools.items() if v.errors != 0]
-        verdict = "; ".join(found) if found else f"✓ {', '.join(tools)} clean" if tools else "not run"
+        verdict = sanitizer_verdict(tools)
         launched = next((r.launch for r in record.rows if r.name == name and r.launch), None)
         if info.resources is None or launched is None:  # Triton, cuTile: compiled at run time by their own compiler
             lines.append([f"`{name}`", "chosen by its compiler at run time", "–", "–", "–", "–", verdict])
