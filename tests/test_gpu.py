@@ -263,3 +263,49 @@ def test_a_large_output_the_gpu_proves_is_never_copied_to_the_host():
         arrays.free()
     finally:
         context.pop()
+
+
+@pytest.mark.parametrize("name", sorted(n for n, f in FOLDERS.items() if load(f).array_api_reference))
+def test_a_reference_written_for_the_array_api_gives_the_host_s_numbers_on_the_gpu(name):
+    """The same reference function on the uploaded inputs (torch, float64 on the GPU) and on the
+    host (NumPy): the same values at every edge case, infinities and NaN where they are, a slice
+    at a time where the experiment is row-wise."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    from labnotebook.run import protocol
+    from labnotebook.run.protocol.verify import reference_in_gpu_slices
+
+    exp = load(FOLDERS[name])
+    for case in exp.edge_cases:
+        inputs = exp.inputs(case, protocol.case_rng(exp, case))
+        on_host = exp.reference(**inputs)
+        on_gpu = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in inputs.items()}
+        got = reference_in_gpu_slices(on_gpu, exp.reference, chunk=4096) if exp.rowwise_reference \
+            else exp.reference(**on_gpu)
+        for out in exp.outputs:
+            g = got[out].double().cpu().numpy()
+            np.testing.assert_allclose(g, on_host[out], rtol=1e-12, atol=1e-9, equal_nan=True,
+                                       err_msg=f"{name} at {case.name}: {out}")
+
+
+def test_a_large_case_s_reference_is_computed_on_the_gpu_and_never_on_the_host():
+    """vec_add at 2^24: every kernel and baseline verified against the reference computed on the
+    GPU (the NumPy baseline's output against its copy on the host); the reference function is
+    never called with host arrays."""
+    pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    from labnotebook.run.execute import run_experiment
+
+    exp = load(FOLDERS["vec_add"])
+    called_with, reference = [], exp.reference
+
+    def spy(**arrays):
+        called_with.append(type(arrays["a"]).__module__.split(".")[0])
+        return reference(**arrays)
+    exp.reference = spy
+    case = next(c for c in exp.cases if c.name == "2^24")
+    record = judge(exp, run_experiment(exp, FOLDERS["vec_add"], ROOT, None, log=lambda line: None,
+                                       measure_ceiling=False, cases=[case], edge_cases=[], large_cases=[]))
+    assert record.status == "ok", record.problems
+    assert {r.name for r in record.rows if r.status == "ok" and r.check} >= {"2_add_float4", "numpy", "torch"}
+    assert set(called_with) == {"torch"}, called_with

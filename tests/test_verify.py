@@ -166,3 +166,48 @@ def test_a_mismatch_deep_in_a_large_output_is_counted_and_located():
     got[[11, n - 3]] = [2.0, np.nan]
     check = compare(got.reshape(-1, 1), want.reshape(-1, 1), EXACT)
     assert check.mismatches == 2 and check.elements == n and check.worst_index == (n - 3, 0)
+
+
+def test_a_reference_for_the_gpu_is_computed_where_its_inputs_are_a_slice_at_a_time():
+    """``reference_in_gpu_slices`` runs on whatever arrays it is given (torch tensors on the GPU
+    in a build, NumPy here): the same values as the whole at once, and never the whole at once."""
+    from labnotebook.run.protocol.verify import reference_in_gpu_slices
+
+    x = np.random.default_rng(5).standard_normal((50, 10)).astype(np.float32)
+    calls = []
+
+    def reference(x):
+        calls.append(x.shape[0])
+        return {"y": x.astype(np.float64) * 2, "s": x.astype(np.float64).sum(axis=1, keepdims=True)}
+    out = reference_in_gpu_slices({"x": x}, reference, chunk=64)
+    assert out["y"].dtype == np.float64 and np.array_equal(out["y"], x.astype(np.float64) * 2)
+    assert np.array_equal(out["s"], x.astype(np.float64).sum(axis=1, keepdims=True))
+    assert max(calls) <= 6 and sum(calls) == 1 + 50
+
+
+def test_the_gpu_check_goes_first_and_an_output_it_proves_is_never_read_on_the_host():
+    """Whether the host would take a whole reference or recompute it slice by slice (None), an
+    output the GPU proves is not read; the others are checked on the host as before."""
+    from labnotebook.run.protocol.verify import Comparison, verify_outputs
+
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+
+    class Unread(dict):
+        def __getitem__(self, name):
+            if name == "proved":
+                raise AssertionError("read on the host")
+            return super().__getitem__(name)
+    outputs = Unread(proved=None, other=x.copy())
+    proof = Comparison(ok=True, max_abs_err=0.0, max_rel_err=0.0, mismatches=0, elements=6, bound_ratio=0.0)
+
+    def on_gpu(name, tol):
+        return proof if name == "proved" else None
+    for reference in ({"proved": x.astype(np.float64), "other": x.astype(np.float64)}, None):
+        check, status, error = verify_outputs(outputs, ["proved", "other"], EXACT, reference, {"x": x},
+                                              lambda x: {"proved": x.astype(np.float64), "other": x.astype(np.float64)},
+                                              on_gpu)
+        assert status == "ok" and error is None and check.elements == 6
+    outputs["other"][1, 1] = -1.0
+    _, status, error = verify_outputs(outputs, ["proved", "other"], EXACT, None, {"x": x},
+                                      lambda x: {"proved": x.astype(np.float64), "other": x.astype(np.float64)}, on_gpu)
+    assert status == "failed" and "other: 1 of 6 elements wrong; worst at index [1, 1]" in error

@@ -221,6 +221,11 @@ class Experiment:
     # reference a slice at a time, on every core, never holding all of it (elementwise and
     # row-wise operations; not a reduction over the whole input, not a matrix product).
     rowwise_reference: bool = False
+    # True when ``reference`` is written against the array API standard (``xp =
+    # labnotebook.run.xp.namespace(...)`` and its functions, not NumPy's own): the engine then
+    # computes it on the GPU (float64, with PyTorch, from the uploaded inputs) wherever the
+    # inputs have GPU_CHECK_MIN elements or more, and neither computes nor copies it on the host.
+    array_api_reference: bool = False
     bytes_moved: Callable[[Case], int] | None = None  # the least traffic a kernel needs: GB/s
     flops: Callable[[Case], int] | None = None  # declared instead for compute-bound work: TFLOP/s
     # Floating-point operations per byte of that least traffic, for the roofline (an add of

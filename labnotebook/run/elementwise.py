@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .declare import Baseline
+from .xp import namespace
 
 # The values that break careless float code: infinities, NaN, near-overflow, the smallest
 # subnormal, the smallest normal and both zeros.
@@ -19,12 +20,15 @@ def all_pairs(a: np.ndarray, b: np.ndarray) -> None:
     a.reshape(-1)[:k * k], b.reshape(-1)[:k * k] = np.repeat(EXTREMES, k), np.tile(EXTREMES, k)
 
 
-def add_reference(a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
+def add_reference(a, b) -> dict:
     """``c = a + b`` exactly in float64, then rounded once to float32: a correct float32 add
     matches it bit for bit, overflow to inf and NaN included."""
+    xp = namespace(a, b)
     with np.errstate(over="ignore", invalid="ignore"):  # inf - inf and overflow are the point
-        return {"c": (a.astype(np.float64) + b.astype(np.float64)).astype(np.float32).astype(np.float64)}
-# Elementwise: any slice of the inputs' rows gives that slice of the output (Experiment.rowwise_reference).
+        exact = xp.astype(a, xp.float64) + xp.astype(b, xp.float64)
+        return {"c": xp.astype(xp.astype(exact, xp.float32), xp.float64)}
+# Elementwise: any slice of the inputs' rows gives that slice of the output (Experiment.rowwise_reference),
+# and written for the array API (Experiment.array_api_reference).
 
 
 def _torch_add(case, inputs, outputs):

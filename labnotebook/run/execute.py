@@ -38,7 +38,8 @@ from .declare import Case, Experiment, Kernel, Launch, PythonKernel, Tolerances,
 from .device import describe, open_context
 from .protocol import POISON_BYTE
 from .protocol.timing import GpuTimer, time_cpu
-from .protocol.verify import GPU_CHECK_MIN, Comparison, reference_in_slices, verify_outputs, within_on_gpu
+from .protocol.verify import (GPU_CHECK_MIN, Comparison, DeviceReference, reference_in_gpu_slices,
+                              reference_in_slices, verify_outputs, within_on_gpu)
 from .outputs import Outputs, torch_view
 # The most a kept float64 reference may take, on any machine: enough for 2^31 elements and some
 # (a reference recomputed for every kernel and baseline costs far more than the memory).
@@ -154,19 +155,30 @@ class CaseArrays:
     """One case's inputs and outputs: on the host, on the device (uploaded once), and as each
     library sees the device memory (torch tensors are views of the same buffers, not copies)."""
 
-    def __init__(self, cuda, inputs: dict[str, np.ndarray], host_out: dict[str, np.ndarray]):
-        from pycuda import gpuarray
-
-        self.cuda, self.inputs, self.host_out = cuda, inputs, host_out
-        def alloc(a: np.ndarray):  # one byte at least, so an empty array still has an address
-            return gpuarray.GPUArray(a.shape, a.dtype, gpudata=cuda.mem_alloc(max(a.nbytes, 1)))
-        self.dev_in = {k: alloc(v) for k, v in inputs.items()}
+    def __init__(self, cuda, inputs: dict[str, np.ndarray], host_out: dict[str, np.ndarray] | None = None):
+        self.cuda, self.inputs = cuda, inputs
+        self.dev_in = {k: self._alloc(v) for k, v in inputs.items()}
+        self.host_out: dict[str, np.ndarray] = {}
+        self.dev_out: dict = {}
         for k, v in inputs.items():
             if v.nbytes:
                 cuda.memcpy_htod(self.dev_in[k].gpudata, np.ascontiguousarray(v))
-        self.dev_out = {k: alloc(v) for k, v in host_out.items()}
         self._torch: tuple[dict, dict] | None = None
         self._reference_on_gpu: dict = {}  # output name -> its reference on the GPU, or None: no room
+        self.device_reference: DeviceReference | None = None  # one computed there, freed with the case
+        if host_out is not None:
+            self.add_outputs(host_out)
+
+    def _alloc(self, a: np.ndarray):  # one byte at least, so an empty array still has an address
+        from pycuda import gpuarray
+
+        return gpuarray.GPUArray(a.shape, a.dtype, gpudata=self.cuda.mem_alloc(max(a.nbytes, 1)))
+
+    def add_outputs(self, host_out: dict[str, np.ndarray]) -> None:
+        """The outputs, on the host and on the device, once their shapes are known."""
+        self.host_out = host_out
+        self.dev_out = {k: self._alloc(v) for k, v in host_out.items()}
+        self._torch = None
 
     def arrays(self, library: str) -> tuple[dict, dict]:
         if library == "numpy":
@@ -183,8 +195,10 @@ class CaseArrays:
         return self._torch
 
     def reference_on_gpu(self, reference: Mapping[str, np.ndarray], name: str):
-        """``reference[name]`` as a torch tensor on the GPU, uploaded once per case; None where
-        it would not leave ``GPU_HEADROOM`` free."""
+        """``reference[name]`` as a torch tensor on the GPU: where it was computed there, or
+        uploaded once per case; None where that would not leave ``GPU_HEADROOM`` free."""
+        if isinstance(reference, DeviceReference):
+            return reference.tensors[name]
         if name not in self._reference_on_gpu:
             import torch
 
@@ -224,6 +238,8 @@ class CaseArrays:
     def free(self) -> None:
         self._torch = None
         self._reference_on_gpu = {}
+        if self.device_reference is not None:
+            self.device_reference.release()
         if "torch" in sys.modules:  # what torch's allocator keeps, PyCUDA's next case may need
             sys.modules["torch"].cuda.empty_cache()
         for a in (*self.dev_in.values(), *self.dev_out.values()):
@@ -353,21 +369,28 @@ class Runner:
                 "flops": exp.flops(case) if exp.flops else None,
                 "intensity": exp.intensity(case) if exp.intensity else None}
         runnables = self.runnables()
+
+        def failed(error: str) -> list[Row]:
+            return [Row(kind=r.kind, name=r.name, status="failed", error=error,
+                        device=r.device if r.kind == "baseline" else None, **base) for r in runnables]
+        self.case_arrays = None
         with self.phase("inputs"):
             try:
-                rng = protocol.case_rng(exp, case)
-                inputs = host_call(exp.inputs, "inputs", case, case, rng)
-                reference, shapes = self.reference_and_shapes(case, inputs)
-            except CaseError as e:
-                return [Row(kind=r.kind, name=r.name, status="failed", error=str(e),
-                            device=r.device if r.kind == "baseline" else None, **base) for r in runnables]
-            host_out = {name: np.empty(shapes[name], dtype) for name, dtype in exp.outputs.items()}
-            try:
-                self.case_arrays = CaseArrays(self.cuda, inputs, host_out)
-            except self.cuda.Error as e:  # out of device memory, say: this case fails, the others still run
+                inputs = host_call(exp.inputs, "inputs", case, case, protocol.case_rng(exp, case))
+                on_gpu = self.reference_goes_on_gpu(inputs)
+                reference, shapes = (None, None) if on_gpu else self.reference_and_shapes(case, inputs)
+                self.case_arrays = CaseArrays(self.cuda, inputs)
+                if on_gpu:
+                    reference, shapes = self.reference_on_gpu(case, inputs)
+                self.case_arrays.add_outputs({name: np.empty(shapes[name], dtype) for name, dtype in exp.outputs.items()})
+            except (CaseError, self.cuda.Error) as e:
+                if self.case_arrays is not None:
+                    self.case_arrays.free()
+                if isinstance(e, CaseError):
+                    return failed(str(e))
+                # Out of device memory, say: this case fails, the others still run.
                 self.check_context(f"allocating case {case.name}")
-                return [Row(kind=r.kind, name=r.name, status="failed", error=f"the case's buffers: {type(e).__name__}: {e}",
-                            device=r.device if r.kind == "baseline" else None, **base) for r in runnables]
+                return failed(f"the case's buffers: {type(e).__name__}: {e}")
         rows: list[Row] = []
         try:
             if timed and exp.time_transfers and self.only is None:
@@ -391,6 +414,38 @@ class Runner:
         finally:
             self.case_arrays.free()
         return rows
+
+    def reference_goes_on_gpu(self, inputs: dict) -> bool:
+        """Whether this case's reference is computed on the GPU: the experiment's reference is
+        written for the array API, the checks run there, and the inputs are large."""
+        return (self.exp.array_api_reference and self.gpu_checks and module_installed("torch")
+                and module_installed("array_api_compat")
+                and sum(_elements(v) for v in inputs.values()) >= GPU_CHECK_MIN)
+
+    def reference_on_gpu(self, case: Case, inputs: dict) -> tuple[Mapping, dict[str, tuple]]:
+        """The reference computed on the GPU from the uploaded inputs (``DeviceReference``) and
+        the outputs' shapes; on the host as usual where the GPU has no room for it."""
+        import torch
+
+        exp, ins = self.exp, self.case_arrays.arrays("torch")[0]
+        try:
+            if exp.rowwise_reference:
+                tensors = host_call(reference_in_gpu_slices, "reference", case, ins, exp.reference)
+            else:
+                whole = host_call(exp.reference, "reference", case, **ins)
+                tensors = {n: torch.as_tensor(whole[n], dtype=torch.float64, device="cuda") for n in exp.outputs
+                           if n in whole}
+        except CaseError as e:
+            if not isinstance(e.__cause__, torch.cuda.OutOfMemoryError):
+                raise
+            self.log(f"  (no room for the reference on the GPU: computing it on the host)")
+            torch.cuda.empty_cache()
+            return self.reference_and_shapes(case, inputs)
+        missing = sorted(set(exp.outputs) - set(tensors))
+        if missing:
+            raise CaseError(f"host code reference() returned no {missing} (case {case.name})")
+        self.case_arrays.device_reference = DeviceReference(tensors)
+        return self.case_arrays.device_reference, {n: tuple(t.shape) for n, t in tensors.items()}
 
     def reference_and_shapes(self, case: Case, inputs: dict, keep: bool = True) -> tuple[dict | None, dict[str, tuple]]:
         """The whole reference and the outputs' shapes. A row-wise reference too big to keep
@@ -518,7 +573,11 @@ class Runner:
                 self.log(f"  (checking {name} on the CPU: {type(e).__name__}: {e})")
                 return None
         use_gpu = isinstance(outputs, Outputs) and reference is not None
-        return verify_outputs(outputs, list(self.exp.outputs), tolerance, reference, inputs, reference_slice,
+        # What the GPU leaves to the host: a row-wise reference computed on the GPU is copied there
+        # whole only within the host's budget; past it, the host recomputes it a slice at a time.
+        on_host = None if (isinstance(reference, DeviceReference) and self.exp.rowwise_reference
+                           and reference.nbytes > reference_budget()) else reference
+        return verify_outputs(outputs, list(self.exp.outputs), tolerance, on_host, inputs, reference_slice,
                               check_on_gpu if use_gpu else None)
 
     def check_context(self, where: str) -> None:

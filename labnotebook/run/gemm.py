@@ -7,6 +7,7 @@ import numpy as np
 
 from . import draw
 from .declare import Case
+from .xp import namespace
 
 MAX_GRID_YZ = 65535
 INT_MAX = 2**31 - 1
@@ -38,9 +39,11 @@ def inputs(dtype):
     return make
 
 
-def reference(a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
+def reference(a, b) -> dict:
+    """C in float64 (written for the array API: Experiment.array_api_reference)."""
+    xp = namespace(a, b)
     with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 and inf - inf would be NaN, as intended
-        return {"c": a.astype(np.float64) @ b.astype(np.float64)}
+        return {"c": xp.astype(a, xp.float64) @ xp.astype(b, xp.float64)}
 
 
 def intensity(in_bytes: int, out_bytes: int = 4):

@@ -5,6 +5,7 @@ import numpy as np
 from labnotebook import Baseline, Case, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
 from labnotebook.run import draw
 from labnotebook.run.elementwise import EXTREMES
+from labnotebook.run.xp import namespace
 
 SIZE = (256, 256, 256)  # 64 MiB for a and for out: enough to fill the GPU
 # (threads along z, y, x): from warps along the contiguous axis to warps across it.
@@ -46,13 +47,15 @@ def inputs(case, rng):
 
 
 def reference(a, b, c):
+    xp = namespace(a, b, c)
+    f64 = xp.float64
     with np.errstate(over="ignore", invalid="ignore"):  # inf - inf and overflow are the point
-        exact = a.astype(np.float64) + b[:, :, None] + c[:, None, None]
+        exact = xp.astype(a, f64) + xp.astype(b, f64)[:, :, None] + xp.astype(c, f64)[:, None, None]
         # The kernel rounds to float32, so a sum past the largest float32 is inf: round those.
-        rounded = exact.astype(np.float32)
-    return {"out": np.where(np.isinf(rounded) & np.isfinite(exact), rounded, exact)}
+        rounded = xp.astype(exact, xp.float32)
+    return {"out": xp.where(xp.isinf(rounded) & xp.isfinite(exact), xp.astype(rounded, f64), exact)}
 # a, b, c and out all have x as their first axis: rows of x give those rows of out
-# (Experiment.rowwise_reference).
+# (Experiment.rowwise_reference), and written for the array API (Experiment.array_api_reference).
 
 
 def launch(case):
@@ -108,6 +111,7 @@ experiment = Experiment(
     large_cases=[shape_case((256, 2, 2), (32769, 256, 256), "32769x256x256")],
     rowwise_reference=True,
     inputs=inputs,
+    array_api_reference=True,
     reference=reference,
     outputs={"out": np.float32},
     # Two float32 roundings, (a + b) then + c, on N(0, 1) inputs: the first is at most half an

@@ -22,6 +22,7 @@ experiment = Experiment(
     edge_cases=[*sizes(1, 3, 1025, 1_000_003), Case("4,099 extremes", n=4099, kind="extremes")],
     rowwise_reference=True,
     inputs=inputs,
+    array_api_reference=True,
     reference=add_reference,
     outputs={"c": np.float32},
     tolerance=Tolerance(atol=0.0, rtol=0.0),  # one float32 add, rounded once: bit-exact

@@ -89,6 +89,7 @@ experiment = Experiment(
     # (8 GiB; its float64 reference 16 GiB on the host): the 64-bit offsets and the z grid.
     large_cases=[mnk(65537 * 128, 256, 64)],
     inputs=inputs(np.float32),
+    array_api_reference=True,
     reference=reference,
     outputs={"c": np.float32},
     # Uniform(-1, 1) inputs: an element of C is a sum of K products of variance 1/9, and float32

@@ -53,6 +53,7 @@ experiment = Experiment(
     large_cases=sizes(2**31 + 5),
     rowwise_reference=True,
     inputs=inputs,
+    array_api_reference=True,
     reference=add_reference,
     outputs={"c": np.float32},
     tolerance=Tolerance(atol=0.0, rtol=0.0),

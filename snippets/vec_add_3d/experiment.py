@@ -52,6 +52,7 @@ experiment = Experiment(
                 shape(33, 17, 9, "33x17x9 extremes", kind="extremes")],
     rowwise_reference=True,
     inputs=inputs,
+    array_api_reference=True,
     reference=add_reference,
     outputs={"c": np.float32},
     tolerance=Tolerance(atol=0.0, rtol=0.0),

@@ -18,13 +18,20 @@ output where the kernel left it and the reference uploaded once per case). One c
 NumPy over 2^31 elements takes seconds, and the GIL keeps threads from dividing it; the GPU
 takes milliseconds, and an output it proves is never copied to the host. Anything it does not
 prove is copied and goes to the CPU's checks above, unchanged.
+
+Where the experiment's reference is written against the array API standard
+(``Experiment.array_api_reference``), a case with large inputs has its reference computed on
+the GPU as well, in float64 from the inputs as uploaded (``reference_in_gpu_slices``,
+``DeviceReference``): no float64 reference is computed or held on the host, and none crosses
+PCIe, unless a check the GPU cannot prove needs one there.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from collections.abc import Mapping
+from typing import Callable
 
 import math
 
@@ -56,6 +63,56 @@ def reference_in_slices(inputs: Mapping[str, np.ndarray], reference: Callable[..
             out[name][lo:lo + step] = part[name]
     _map(one, list(range(0, rows, step)) or [0])
     return out
+
+
+def reference_in_gpu_slices(inputs: Mapping, reference: Callable[..., Mapping], chunk: int | None = None) -> dict:
+    """A row-wise reference computed where ``inputs`` are (torch tensors on the GPU, as uploaded;
+    NumPy arrays work the same), ``chunk`` output elements at a time (``GPU_CHUNK``), into
+    float64 arrays there: the temporaries of a slice, never of the whole."""
+    from ..xp import namespace
+
+    xp = namespace(*inputs.values())
+    first = reference(**{k: v[:1] for k, v in inputs.items()})
+    rows = next(iter(inputs.values())).shape[0]
+    per_row = max(1, max(math.prod(tuple(t.shape)[1:]) for t in first.values()))
+    step = max(1, (chunk or GPU_CHUNK) // per_row)
+    device = next(iter(inputs.values())).device
+    out = {name: xp.empty((rows, *tuple(t.shape)[1:]), dtype=xp.float64, device=device) for name, t in first.items()}
+    for lo in range(0, rows, step):
+        part = reference(**{k: v[lo:lo + step] for k, v in inputs.items()})
+        for name, t in out.items():
+            t[lo:lo + step] = part[name]
+    return out
+
+
+class DeviceReference(Mapping):
+    """A reference computed on the GPU (``Experiment.array_api_reference``): float64 tensors for
+    the check there (``tensors``), and, by name, NumPy copies made on first use for the checks
+    that need the host (a CPU baseline's output, an output the GPU did not prove)."""
+
+    def __init__(self, tensors: dict):
+        self.tensors = tensors
+        self._host: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._host:
+            self._host[name] = self.tensors[name].cpu().numpy()
+        return self._host[name]
+
+    def __iter__(self):
+        return iter(self.tensors)
+
+    def __len__(self) -> int:
+        return len(self.tensors)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.tensors.values())
+
+    def release(self) -> None:
+        """Drop the tensors (the GPU memory goes back once torch's cache is emptied)."""
+        self.tensors = {}
+        self._host = {}
 
 
 @dataclass
@@ -263,13 +320,16 @@ def verify_outputs(outputs: Mapping[str, np.ndarray], names: list[str], toleranc
     checked against ``reference_slice`` computed a slice of rows at a time. ``on_gpu(name,
     tolerance)``, where given, is tried first: ``within_on_gpu`` for an output of
     ``GPU_CHECK_MIN`` elements or more that is on the GPU, None for any other."""
-    if reference is None:
-        checks = compare_rowwise({n: outputs[n] for n in names}, inputs, reference_slice, tolerance)
+    # outputs[n] is read only after the GPU's attempt: one the GPU proves is never copied.
+    proved = {n: c for n in names if on_gpu and (c := on_gpu(n, tolerance)) is not None}
+    rest = [n for n in names if n not in proved]
+    if not rest:
+        checks = proved
+    elif reference is None:
+        checks = {**proved, **compare_rowwise({n: outputs[n] for n in rest}, inputs, reference_slice, tolerance)}
     else:
-        def one(n: str) -> Comparison:  # outputs[n] is read only here: one the GPU proves is never copied
-            quick = on_gpu(n, tolerance) if on_gpu else None
-            return quick or compare(outputs[n], reference[n], tolerance)
-        checks = {n: one(n) for n in names}
+        checks = {**proved, **{n: compare(outputs[n], reference[n], tolerance) for n in rest}}
+    checks = {n: checks[n] for n in names}
     worst = max(checks.values(), key=lambda c: (c.bound_ratio, c.mismatches))
     check = Check(**worst.as_record(), atol=tolerance.atol, rtol=tolerance.rtol)
     bad = [c.describe(n) for n, c in checks.items() if not c.ok]
