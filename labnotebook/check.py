@@ -4,8 +4,9 @@ no PyCUDA: it reads the committed results and hashes the sources, so CI runs it.
 A result on the reference GPU (``settings.gpu``) that is stale, failed, missing or unreadable is
 an error, and the check exits 1. Elsewhere a stale or missing result is a warning (the pages show
 it as such), a failed or unreadable one still an error. A draft entry's results are never
-required: its findings are warnings wherever they are. A profile that is not fresh is a warning:
-it is evidence beside the numbers, never a reason to distrust them.
+required: a draft with no results yet is a note, its other findings are warnings wherever they
+are. A profile that is not fresh is a warning: it is evidence beside the numbers, never a reason
+to distrust them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .store import CEILINGS, Store
 
 @dataclass(frozen=True)
 class Finding:
-    level: Literal["error", "warning"]
+    level: Literal["error", "warning", "note"]
     experiment: str
     gpu: str
     what: str  # "stale", "failed", "missing", "corrupt", or "profile stale" and the like
@@ -29,7 +30,7 @@ class Finding:
     fix: str  # the command that fixes it, and where to run it
 
     def line(self) -> str:
-        mark = "✗" if self.level == "error" else "!"
+        mark = {"error": "✗", "warning": "!", "note": "·"}[self.level]
         return f"{mark} {self.experiment} on {self.gpu}: {self.what}: {self.why}; fix: {self.fix}"
 
 
@@ -52,8 +53,9 @@ def findings(root: Path, store: Store) -> list[Finding]:
                 if state == "missing" and gpu not in config.gpus:
                     continue  # a GPU the pages do not show, with results for other experiments only
                 error = required or state in ("failed", "corrupt") and name not in drafts
-                out.append(Finding("error" if error else "warning", name, gpu, state, stored.reason(),
-                                   command(name, gpu)))
+                level = "error" if error else "note" if name in drafts and state == "missing" else "warning"
+                what = "draft, not yet run" if level == "note" else state
+                out.append(Finding(level, name, gpu, what, stored.reason(), command(name, gpu)))
             elif name != CEILINGS and stored.profile_state != "fresh":
                 profile = stored.record.profile
                 reason = (profile.reason if profile and profile.reason else

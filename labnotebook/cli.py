@@ -20,6 +20,7 @@ from rich.table import Table
 
 from .errors import NoGPUError, NotebookError
 from .experiments import experiment_folders, load
+from . import settings
 from .check import findings
 from .freshness import Keys, Stored
 from .orchestrate import Build, Options, kill_workers, print_outcomes
@@ -104,6 +105,12 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             raise NotebookError(f"no experiment named {', '.join(unknown)}; have {', '.join(folders)}")
         selected = {n: f for n, f in folders.items() if not args.only or n in args.only}
+        # A draft entry runs when it is named: a whole build (or --force) would pay for kernels
+        # that are still being written.
+        left_out = sorted(set(selected) & settings.drafts(root) - set(args.only or []))
+        if left_out:
+            console.print(f"drafts left out (name one with --only to run it): {', '.join(left_out)}")
+            selected = {n: f for n, f in selected.items() if n not in left_out}
         if (args.kernel or args.case) and len(selected) != 1:
             raise NotebookError("--kernel and --case need one experiment: add --only NAME")
         options = Options(force=args.force, sanitize=not args.no_sanitize, profile=not args.no_profile,
@@ -182,8 +189,9 @@ def check(root: Path, store: Store) -> int:
     found = sorted(findings(root, store), key=lambda f: (f.level != "error", f.experiment, f.gpu))
     for f in found:
         console.print(f.line(), markup=False, highlight=False)
-    errors = sum(f.level == "error" for f in found)
-    console.print(f"{errors} error(s), {len(found) - errors} warning(s)"
+    errors, notes = (sum(f.level == level for f in found) for level in ("error", "note"))
+    console.print(f"{errors} error(s), {len(found) - errors - notes} warning(s)"
+                  + (f", {notes} draft result(s) not yet made" if notes else "")
                   + ("" if errors else ": every result on the reference GPU is fresh"), markup=False)
     return 1 if errors else 0
 

@@ -217,6 +217,23 @@ def test_racecheck_runs_the_kernels_with_shared_memory_alone_and_says_why_not_th
     assert all("--kernel" not in program for t, program in ran if t != "racecheck")
 
 
+def test_a_build_leaves_a_draft_out_until_it_is_named(tmp_path):
+    project = copy_project(tmp_path / "p", [])
+    folder = shutil.copytree(FAULTS / "snippets" / "wrong_answer", project / "snippets" / "draft_add")
+    (folder / "1_skips_last.cu").write_text((folder / "1_skips_last.cu").read_text()
+                                            .replace("i < n - 1", "i < n").replace("add_skip_last", "add"))
+    (folder / "experiment.py").write_text((folder / "experiment.py").read_text().replace('"add_skip_last"', '"add"'))
+    (project / "docs").mkdir(exist_ok=True)
+    (project / "docs" / "draft_add.md").write_text("---\ntitle: A draft\ndraft: true\n---\n")
+    store = Store(project / "results")
+    proc = run_cli("--force", "--no-sanitize", "--no-profile", root=project, env=fake_env())
+    assert proc.returncode == 0 and "drafts left out (name one with --only to run it): draft_add" in proc.stdout, \
+        proc.stdout + proc.stderr
+    assert store.read("draft_add", GPU) is None
+    proc = run_cli("--only", "draft_add", "--no-sanitize", "--no-profile", root=project, env=fake_env())
+    assert proc.returncode == 0 and "left out" not in proc.stdout and store.read("draft_add", GPU).status == "ok"
+
+
 def test_an_interrupted_build_leaves_no_worker_behind(tmp_path):
     """`timeout` or Ctrl-C stops the build and its workers (each in a session of its own)."""
     import signal

@@ -159,7 +159,8 @@ def test_check_only_warns_for_another_gpu_and_for_a_draft(checked):
     (checked / "docs").mkdir()
     (checked / "docs" / "wrong_answer.md").write_text("---\ntitle: W\ndraft: true\n---\n")
     proc = run_cli("--check", root=checked)
-    assert proc.returncode == 0 and "! wrong_answer on NVIDIA H100 80GB HBM3: missing" in proc.stdout
+    assert proc.returncode == 0 and "· wrong_answer on NVIDIA H100 80GB HBM3: draft, not yet run" in proc.stdout
+    assert "draft result(s) not yet made" in proc.stdout and "missing" not in proc.stdout
 
 
 def test_check_fails_on_a_failed_run_on_any_gpu(checked):
