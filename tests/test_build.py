@@ -62,6 +62,13 @@ def test_one_launch_or_library_failing_leaves_the_rest_of_its_experiment_running
     assert rows[("numpy", "small")].status == "ok" and rows[("numpy", "small")].time
     assert rows[("2_overflows", "small")].error.startswith("launch() raised OverflowError")
     assert rows[("broken", "one")].error == "RuntimeError: the library refused the call"
+    # A block CUDA refuses is named before anything launches; an empty grid is a declared skip.
+    assert rows[("3_too_wide", "small")].status == "failed"
+    assert rows[("3_too_wide", "small")].error.startswith("launch() raised InvalidLaunch: block (2048, 1, 1): "
+                                                          "blockDim.x must be 1 to 1024")
+    empty = rows[("1_add", "empty")]
+    assert empty.status == "skipped" and "has no blocks: nothing to launch" in empty.error and not empty.unavailable
+    assert rows[("numpy", "empty")].status == "ok" and rows[("numpy", "empty")].check.elements == 0
     # A tolerance that is a function of the case: each case's own bound, recorded with its row.
     half, exact = rows[("fp16", "small")], rows[("fp16", "one")]
     assert half.status == "ok" and (half.check.atol, half.check.rtol) == (1e-2, 1e-2)

@@ -21,6 +21,7 @@ from labnotebook import Case, Experiment, Kernel, Launch, PythonKernel, Toleranc
 from labnotebook.errors import ExperimentError
 from labnotebook.experiments import experiment_folders, load
 from labnotebook.run.declare import tolerance_at
+from labnotebook.run.execute import InvalidLaunch, launch_dims
 from labnotebook.run.protocol.verify import compare
 
 from conftest import FAULTS, ROOT
@@ -29,8 +30,6 @@ FOLDERS = experiment_folders(ROOT / "snippets")
 NAMES = sorted(FOLDERS)
 
 INT_MAX = 2**31 - 1
-MAX_GRID = (INT_MAX, 65535, 65535)
-MAX_BLOCK = (1024, 1024, 64)
 MAX_SHARED = 227 * 1024  # what one Hopper block can have
 EDGE_MAX_ELEMENTS = 4 << 20  # edge cases run under compute-sanitizer too: a few million at most
 LARGE_MIN_ELEMENTS = 2**31
@@ -131,14 +130,14 @@ def check_launch(exp: Experiment, k: Kernel, case: Case, buffers: set[str], fold
     except Exception as e:  # noqa: BLE001 - anything but Unsupported is the mistake we look for
         pytest.fail(f"{where}: launch() raised {type(e).__name__}: {e} (only Unsupported is allowed)")
     assert isinstance(launch, Launch), f"{where}: launch() returned {type(launch).__name__}, not a Launch"
-    grid, block = tuple(launch.grid), tuple(launch.block)
-    assert 1 <= len(grid) <= 3 and 1 <= len(block) <= 3, f"{where}: grid {grid} and block {block} need 1 to 3 dims"
-    for what, dims, limits in (("grid", grid, MAX_GRID), ("block", block, MAX_BLOCK)):
-        for axis, (d, most) in enumerate(zip(dims, limits)):
-            assert isinstance(d, (int, np.integer)) and 1 <= d <= most, \
-                f"{where}: {what} dimension {'xyz'[axis]} is {d!r}, must be 1 to {most}"
-    assert 1 <= math.prod(block) <= 1024, f"{where}: {math.prod(block)} threads per block"
-    assert 0 <= launch.shared_bytes <= MAX_SHARED, f"{where}: {launch.shared_bytes} bytes of shared memory"
+    for d in (*launch.grid, *launch.block):
+        assert isinstance(d, (int, np.integer)), f"{where}: grid {launch.grid} and block {launch.block}: {d!r}"
+    try:  # what the engine checks before it launches anything
+        launch_dims(launch, MAX_SHARED)
+    except Unsupported:  # an empty grid: nothing to launch, a declared skip
+        return None
+    except InvalidLaunch as e:
+        pytest.fail(f"{where}: {e}")
     named = {a for a in launch.args if isinstance(a, str)}
     assert named <= buffers, f"{where}: names buffers {sorted(named - buffers)}; there are {sorted(buffers)}"
     params = c_signature((folder or FOLDERS[exp.name]) / k.source, k.function)
@@ -227,14 +226,15 @@ def test_every_launch_is_valid_or_unsupported(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_launches_at_the_int_limits(name):
-    """Each size of the smallest edge case pushed to 2^31 - 1, 2^31 and past 2^32: every launch
-    is still valid (grid within its limits, sizes held) or says Unsupported; never an
-    OverflowError from np.int32, never a grid the GPU refuses."""
+    """Each size of the smallest edge case pushed to 0, 2^31 - 1, 2^31 and past 2^32: every launch
+    is still valid (grid within its limits, sizes held) or says Unsupported (an empty grid
+    counts: the engine declares it); never an OverflowError from np.int32, never a grid the GPU
+    refuses."""
     exp = experiment(name)
     base, buffers = smallest_edge_case(exp), buffer_names(exp)
     for p, v in base.params.items():
         if isinstance(v, int) and p not in NOT_SIZES:
-            for big in (2**31 - 1, 2**31, 2**32 + 1):
+            for big in (0, 2**31 - 1, 2**31, 2**32 + 1):
                 case = Case(f"{base.name} with {p} = {big}", **{**base.params, p: big})
                 for k in cuda_kernels(exp):
                     check_launch(exp, k, case, buffers)
@@ -586,9 +586,9 @@ def test_a_broken_reference_fails_by_name(reference, message):
     (8, lambda c: Launch((1,), (256,), ("a", "b", "c", c.n)), "NumPy scalar"),
     (8, lambda c: Launch((1,), (256,), ("a", "b", "c", np.int64(c.n))), "int n gets a int64"),
     (8, lambda c: Launch((1,), (256,), ("a", "b", "x", np.int32(c.n))), r"names buffers \['x'\]"),
-    (8, lambda c: Launch((1, 65536), (256,), ("a", "b", "c", np.int32(c.n))), "grid dimension y"),
-    (8, lambda c: Launch((2**31,), (256,), ("a", "b", "c", np.int32(c.n))), "grid dimension x"),
-    (8, lambda c: Launch((1,), (2048,), ("a", "b", "c", np.int32(c.n))), "block dimension x"),
+    (8, lambda c: Launch((1, 65536), (256,), ("a", "b", "c", np.int32(c.n))), r"grid \(1, 65536, 1\): gridDim.y must be 1 to 65535"),
+    (8, lambda c: Launch((2**31,), (256,), ("a", "b", "c", np.int32(c.n))), "gridDim.x must be 1 to 2147483647"),
+    (8, lambda c: Launch((1,), (2048,), ("a", "b", "c", np.int32(c.n))), "blockDim.x must be 1 to 1024"),
     (8, lambda c: Launch((1,), (256,), ("a", "b", "c")), "3 arguments for vec_add's 4"),
     (8, lambda c: 1 // 0, "toy: kernel 1_add at 8: launch.. raised ZeroDivisionError"),
 ])
@@ -596,6 +596,42 @@ def test_a_broken_launch_fails_naming_kernel_and_case(n, launch, message):
     k = Kernel("1_add.cu", "vec_add", launch)
     with pytest.raises((AssertionError, pytest.fail.Exception), match=message):
         check_launch(_toy(), k, Case(str(n), n=n), {"a", "b", "c"}, folder=FOLDERS["vec_add"])
+
+
+def test_the_engine_checks_a_launch_before_it_runs():
+    """What launch() returns is checked against CUDA's limits before anything runs: an empty grid
+    (a size of 0) is a declared skip, anything past a limit an InvalidLaunch that names it."""
+    assert launch_dims(Launch((5,), (256,), ())) == ((5, 1, 1), (256, 1, 1))
+    assert launch_dims(Launch((2**31 - 1, 65535, 65535), (1, 16, 64), ()), 1024) == \
+        ((2**31 - 1, 65535, 65535), (1, 16, 64))
+    for grid in ((0,), (4, 0), (1, 1, 0)):
+        with pytest.raises(Unsupported, match="has no blocks: nothing to launch"):
+            launch_dims(Launch(grid, (256,), ()))
+    for launch, message in [(Launch((1,), (0,), ()), r"blockDim.x must be 1 to 1024"),
+                            (Launch((1,), (1, 1, 65), ()), r"blockDim.z must be 1 to 64"),
+                            (Launch((1, 1, 65536), (32,), ()), r"gridDim.z must be 1 to 65535"),
+                            (Launch((1,), (32, 64), ()), r"2048 threads, at most 1024"),
+                            (Launch((1, 1, 1, 1), (32,), ()), "one to three dimensions"),
+                            (Launch((1,), (32,), (), shared_bytes=232449), "at most 232448")]:
+        with pytest.raises(InvalidLaunch, match=message):
+            launch_dims(launch, 232448)
+
+
+@pytest.mark.parametrize("kernel", ["3_shared_tree", "4_atomicmax_walkthrough", "5_atomicmax_fixed", "6_warp_shuffle"])
+def test_softmax_row_loops_never_step_past_int(kernel):
+    """Rungs 3 to 6 stride along a row in an int: wherever the launch takes a row, the last step
+    from its end (cols - 1 + blockDim.x) stays within 2^31 - 1."""
+    k = experiment("softmax").kernel(kernel)
+    accepted = 0
+    for cols in (2**20, 2**31 - 1024, 2**31 - 256, 2**31 - 255, 2**31 - 2, 2**31 - 1):
+        try:
+            launch = k.launch(Case(f"1x{cols}", rows=1, cols=cols))
+        except Unsupported as e:
+            assert "strides along the row" in str(e)
+            continue
+        accepted += 1
+        assert cols - 1 + launch.block[0] <= INT_MAX, (kernel, cols, launch.block)
+    assert accepted >= 2
 
 
 def test_unsupported_must_say_why():

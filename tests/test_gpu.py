@@ -62,6 +62,10 @@ def test_a_launch_or_library_that_raises_fails_its_row_and_the_rest_still_run():
     bad = rows[("2_overflows", "small")]
     assert bad.status == "failed" and bad.error.startswith("launch() raised OverflowError")
     assert rows[("broken", "one")].status == "failed" and "RuntimeError: the library refused" in rows[("broken", "one")].error
+    wide = rows[("3_too_wide", "small")]
+    assert wide.status == "failed" and "InvalidLaunch: block (2048, 1, 1)" in wide.error, wide.error
+    assert rows[("1_add", "empty")].status == "skipped" and "no blocks" in rows[("1_add", "empty")].error
+    assert rows[("1_add", "one")].status == "ok"  # the context is fine after both
     assert record.status == "failed" and any("2_overflows @ small" in p for p in record.problems)
 
 

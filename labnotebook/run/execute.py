@@ -45,6 +45,41 @@ from .outputs import Outputs, torch_view
 # (a reference recomputed for every kernel and baseline costs far more than the memory).
 REFERENCE_CAP = 24 << 30
 GPU_HEADROOM = 4 << 30  # device memory left free beside a reference uploaded for the GPU check
+# CUDA's launch limits, the same on every GPU since compute capability 3.0 (the CUDA C
+# Programming Guide's table of technical specifications).
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_THREADS_PER_BLOCK = 1024
+
+
+class InvalidLaunch(Exception):
+    """A launch() whose grid or block CUDA would refuse: a limit its launch() did not declare."""
+
+
+def launch_dims(launch: Launch, max_shared: int | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``launch``'s grid and block as three dimensions each, checked before anything is launched.
+    A grid with no blocks (a size of 0: ``cdiv(0, 256)``) has nothing to run and is declared
+    Unsupported; a dimension past CUDA's limits raises InvalidLaunch naming it, where the GPU
+    would only say "invalid argument"."""
+    dims = {}
+    for what, given, limits in (("grid", launch.grid, MAX_GRID), ("block", launch.block, MAX_BLOCK)):
+        if not 1 <= len(given) <= 3:
+            raise InvalidLaunch(f"{what} {tuple(given)}: one to three dimensions")
+        padded = tuple(int(d) for d in given) + (1,) * (3 - len(given))
+        for axis, (d, most) in enumerate(zip(padded, limits)):
+            if what == "grid" and d == 0:
+                raise Unsupported(f"grid {padded} has no blocks: nothing to launch at this size")
+            if not 1 <= d <= most:
+                raise InvalidLaunch(f"{what} {padded}: {what}Dim.{'xyz'[axis]} must be 1 to {most}; "
+                                    "declare the limit in launch() with Unsupported")
+        dims[what] = padded
+    threads = dims["block"][0] * dims["block"][1] * dims["block"][2]
+    if threads > MAX_THREADS_PER_BLOCK:
+        raise InvalidLaunch(f"block {dims['block']}: {threads} threads, at most {MAX_THREADS_PER_BLOCK} a block")
+    if launch.shared_bytes < 0 or (max_shared is not None and launch.shared_bytes > max_shared):
+        raise InvalidLaunch(f"{launch.shared_bytes} bytes of dynamic shared memory: "
+                            f"this GPU gives a block at most {max_shared}")
+    return dims["grid"], dims["block"]
 
 
 def reference_budget() -> int:
@@ -261,6 +296,7 @@ class Runner:
         major, minor = self.device.compute_capability()
         self.arch = f"sm_{major}{minor}"
         self.capability = (major, minor)
+        self.max_shared = self.device.get_attribute(self.cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         self.functions: dict[str, object] = {}
         self.modules: dict[str, object] = {}
         self.with_baselines = True
@@ -546,8 +582,7 @@ class Runner:
                 args.append(buffers[a])
             else:
                 args.append(a)
-        grid = tuple(int(g) for g in launch.grid) + (1,) * (3 - len(launch.grid))
-        block = tuple(int(b) for b in launch.block) + (1,) * (3 - len(launch.block))
+        grid, block = launch_dims(launch, self.max_shared)
         fn = self.functions[k.name]
         if launch.shared_bytes > 48 * 1024:  # more than the default needs the kernel's opt-in
             fn.set_attribute(self.cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)

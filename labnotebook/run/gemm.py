@@ -18,7 +18,7 @@ MAX_DIM = INT_MAX - 256
 
 def mnk(m: int, n: int | None = None, k: int | None = None, kind: str | None = None) -> Case:
     """A case named ``4096³`` or ``4096×1024×2048``, with ``kind`` (special inputs) appended."""
-    n, k = n or m, k or m
+    n, k = m if n is None else n, m if k is None else k  # 0 is a size: K = 0 gives C = 0
     name = f"{m}³" if m == n == k else f"{m}×{n}×{k}"
     return Case(f"{name} {kind}", m=m, n=n, k=k, kind=kind) if kind else Case(name, m=m, n=n, k=k)
 

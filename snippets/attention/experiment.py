@@ -114,6 +114,8 @@ def reference(q, k, v, causal, scores):
 
 def scalars(case):
     """n, d, scale, causal and bf16, the kernels' last arguments, after the limits every rung keeps."""
+    if min(case.b, case.h, case.n, case.d) == 0:
+        raise Unsupported("an empty batch, head count, sequence or head width: nothing to compute")
     if case.b > MAX_GRID_YZ or case.h > MAX_GRID_YZ:
         raise Unsupported("heads go along gridDim.y and batches along gridDim.z: at most 65535 of each")
     if case.n > MAX_N or case.d > MAX_N:

@@ -9,7 +9,8 @@ from labnotebook.run.gemm import INT_MAX, MAX_DIM, MAX_GRID_YZ, inputs, intensit
 
 SQUARE = [mnk(1024), mnk(2048), mnk(4096), mnk(8192)]
 ODD = [mnk(1000), mnk(4096, 1024, 2048), mnk(1500, 700, 1100)]
-# The first rungs take seconds per product at 8192³; they run up to 4096³.
+# The first rungs take seconds per product at 8192³: they are timed up to 4096³ (and verified at
+# every edge and large case).
 UP_TO_4096 = tuple(c.name for c in SQUARE[:3] + ODD)
 
 
@@ -33,14 +34,17 @@ def per_element(block, x_walks):
     return launch
 
 
-def tiled(bm, bn, bk, threads, int_rows=(0, 0)):
+def tiled(bm, bn, bk, threads, int_rows=(0, 0), loads_ahead=False):
     """Launch for the rungs that assume whole tiles: checked here, before anything runs.
     ``int_rows``: how many rows of A and of B a kernel's offsets inside a tile span in int
-    arithmetic (kept for speed), so rows x K and rows x N must stay below 2^31."""
+    arithmetic (kept for speed), so rows x K and rows x N must stay below 2^31. ``loads_ahead``:
+    the kernel loads its first tile before its loop, so K = 0 would read past A and B."""
     def launch(case):
         if case.m % bm or case.n % bn or case.k % bk:
             raise Unsupported(f"needs M a multiple of {bm}, N of {bn} and K of {bk}; "
                               f"got {case.m}×{case.n}×{case.k}")
+        if loads_ahead and case.k == 0:
+            raise Unsupported("loads the first tile of A and B before its loop: K at least one tile")
         rows_a, rows_b = int_rows
         if rows_a * case.k > INT_MAX or rows_b * case.n > INT_MAX:
             raise Unsupported(f"offsets inside a tile are ints: {rows_a} x K and {rows_b} x N must stay below 2^31")
@@ -54,7 +58,8 @@ def cublas_sgemm(case, inputs, outputs):
 
     # cuBLAS is column-major: it reads our row-major C (M×N) as Cᵀ (N×M). Asking it for
     # Cᵀ = Bᵀ·Aᵀ, with B passed first, gives row-major C = A·B with no transposes at all.
-    return lambda: cublas.sgemm("N", "N", case.n, case.m, case.k, 1.0, b.gpudata, case.n, a.gpudata, case.k,
+    # A leading dimension is at least 1, even for an A with no columns (K = 0).
+    return lambda: cublas.sgemm("N", "N", case.n, case.m, case.k, 1.0, b.gpudata, case.n, a.gpudata, max(1, case.k),
                                 0.0, c.gpudata, case.n)
 # --8<-- [end:cublas]
 
@@ -77,16 +82,17 @@ experiment = Experiment(
         Kernel("5_blocktile_2d.cu", "matmul_blocktile_2d", tiled(128, 128, 8, 256, int_rows=(128, 8))),
         Kernel("6_vectorized.cu", "matmul_vectorized", tiled(128, 128, 8, 256)),
         Kernel("7_warptile.cu", "matmul_warptile", tiled(128, 128, 8, 256)),
-        Kernel("8_double_buffered.cu", "matmul_double_buffered", tiled(128, 128, 8, 256, int_rows=(0, 8))),
+        Kernel("8_double_buffered.cu", "matmul_double_buffered", tiled(128, 128, 8, 256, int_rows=(0, 8), loads_ahead=True)),
     ],
     cases=SQUARE + ODD,
     # Every rung runs at every edge case its launch accepts: rungs 1 to 3 at all of them (1×1×1
     # and sizes that are no multiple of any tile), the tiled rungs at whole tiles.
     edge_cases=[mnk(1, 1, 1), mnk(17, 33, 65), mnk(128, 128, 8), mnk(257, 129, 63), mnk(256, 384, 1000),
                 mnk(128, 256, 64, kind="inf, NaN"),
+                mnk(128, 128, 0),  # an empty inner dimension: C = 0, which the kernels must write
                 mnk(1, 2_097_153, 1)],  # rung 1's 65537 y-blocks: two along z
     # 65537 rows of 128-row tiles (gridDim.z = 2 for every rung but 1) and a C of 2^31 floats
-    # (8 GiB; its float64 reference 16 GiB on the host): the 64-bit offsets and the z grid.
+    # (8 GiB; its float64 reference 16 GiB, computed on the GPU): the 64-bit offsets and the z grid.
     large_cases=[mnk(65537 * 128, 256, 64)],
     inputs=inputs(np.float32),
     array_api_reference=True,

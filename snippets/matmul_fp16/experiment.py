@@ -93,7 +93,7 @@ experiment = Experiment(
     edge_cases=[mnk(128, 128, 32), mnk(256, 384, 96), mnk(256, 512, 128), mnk(128, 256, 64, kind="inf, NaN"),
                 mnk(1, 1, 1), mnk(17, 33, 65), mnk(257, 129, 63)],
     # 65537 rows of 128-row tiles (gridDim.z = 2) and a C of 2^31 floats (8 GiB; its float64
-    # reference 16 GiB on the host): the 64-bit offsets and the z grid.
+    # reference 16 GiB, computed on the GPU): the 64-bit offsets and the z grid.
     large_cases=[mnk(65537 * 128, 256, 64)],
     inputs=inputs(np.float16),
     array_api_reference=True,

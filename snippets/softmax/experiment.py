@@ -63,6 +63,9 @@ def reference(x):
 
 
 def args(case):
+    """The kernels' arguments, after the limits every rung keeps; each launch checks these first."""
+    if min(case.rows, case.cols) == 0:
+        raise Unsupported("an empty matrix: nothing to compute")
     if max(case.rows, case.cols) > 2**31 - 1:
         raise Unsupported("rows and cols are ints: at most 2^31 - 1 each")
     return ("x", "y", np.int32(case.rows), np.int32(case.cols))
@@ -72,23 +75,33 @@ def thread_per_row(case):
     return Launch(grid=(cdiv(case.rows, 128),), block=(128,), args=args(case))
 
 
+def strided_row(case, threads):
+    """One block per row, each thread striding along it by ``threads`` in an int ``j``: its last
+    step, from the row's end, must not pass 2^31 - 1."""
+    arguments = args(case)
+    if case.cols > 2**31 - threads:
+        raise Unsupported(f"each thread strides along the row by {threads} in an int: at most 2^31 - {threads} columns")
+    return Launch(grid=(case.rows,), block=(threads,), args=arguments)
+
+
 def block_per_row_256(case):
-    return Launch(grid=(case.rows,), block=(256,), args=args(case))
+    return strided_row(case, 256)
 
 
 def block_per_row(case):
-    threads = min(1024, 32 * cdiv(cdiv(case.cols, 8), 32))  # about 8 elements per thread
-    return Launch(grid=(case.rows,), block=(threads,), args=args(case))
+    return strided_row(case, min(1024, 32 * cdiv(cdiv(case.cols, 8), 32)))  # about 8 elements per thread
 
 
 def registers(case):
+    arguments = args(case)
     if case.cols > 1024 * 4 * 8:
         raise Unsupported("a row must fit in one block's registers: at most 32768 columns")
     threads = max(32, 32 * cdiv(cdiv(case.cols, 4 * 8), 32))
-    return Launch(grid=(case.rows,), block=(threads,), args=args(case))
+    return Launch(grid=(case.rows,), block=(threads,), args=arguments)
 
 
 def warp_per_row(case):
+    arguments = args(case)
     if case.cols > 32 * 4 * 8:
         raise Unsupported("a row must fit in one warp's registers: at most 1024 columns")
     # One float4 per lane across the row while it is short (consecutive lanes read consecutive
@@ -98,10 +111,11 @@ def warp_per_row(case):
     groups = cdiv(case.rows, batch)
     if groups * lanes > 2**31 - 1 - 256 or case.rows > 2**31 - 1 - 8:
         raise Unsupported("int thread and row indices: under 2^31 threads, and at most 2^31 - 9 rows")
-    return Launch(grid=(cdiv(groups * lanes, 256),), block=(256,), args=(*args(case), np.int32(lanes)))
+    return Launch(grid=(cdiv(groups * lanes, 256),), block=(256,), args=(*arguments, np.int32(lanes)))
 
 
 def cluster(case):
+    arguments = args(case)
     if case.cols < 2048:
         raise Unsupported("meant for long rows (2048 columns and more); rungs 7 and 8 cover short ones")
     if case.cols > 8 * 512 * 4 * 8:
@@ -109,7 +123,7 @@ def cluster(case):
     if 8 * case.rows > 2**31 - 1:
         raise Unsupported("8 blocks a row: gridDim.x stops at 2^31 - 1 blocks, so 2^28 - 1 rows")
     threads = max(32, 32 * cdiv(cdiv(cdiv(case.cols, 8), 32), 32))
-    return Launch(grid=(8 * case.rows,), block=(threads,), args=args(case))
+    return Launch(grid=(8 * case.rows,), block=(threads,), args=arguments)
 
 
 def torch_softmax(case, inputs, outputs):
