@@ -159,10 +159,9 @@ def test_engine_timing_agrees_with_triton_do_bench(name, kernel, case):
 
 def test_a_flush_of_twice_the_l2_is_as_good_as_do_bench_s_256_mib():
     """Inputs that fit in L2 (24 MiB moved) time the same after the timer's flush as after
-    do_bench's 256 MiB, and measurably faster when the kernel itself runs in place of the flush
-    (its inputs left in L2): the flush is what keeps them out of L2, and twice the L2 is enough.
-    No flush at all is no fair comparison: the GPU would sit idle between repetitions, and a
-    slow host's launch would show in the events."""
+    do_bench's 256 MiB: twice the L2 is enough. (A warm L2 is no measurable help to this
+    kernel on an H100: 16.6 against 15.5 us flushed, as launch and ramp-up dominate; so this
+    checks the flush against do_bench's, not against none.)"""
     from labnotebook.run.declare import Case
     from labnotebook.run.execute import Runner
     from labnotebook.run.protocol.timing import GpuTimer
@@ -181,14 +180,11 @@ def test_a_flush_of_twice_the_l2_is_as_good_as_do_bench_s_256_mib():
         big = GpuTimer(runner.cuda, runner.device)
         big.flush_bytes, big.flush_buffer = 256 << 20, runner.cuda.mem_alloc(256 << 20)
         theirs = big.time(go).median_ms
-        big.flush = lambda: [go() for _ in range(3)]  # L2 warm with the inputs, the GPU busy
-        unflushed = big.time(go).median_ms
     finally:
         runner.close()
     assert runner.timer.flush_bytes < 256 << 20
     # Inputs left in L2 would make ours faster; slower by a few percent is the clock's noise.
     assert ours > 0.95 * theirs, (ours, theirs)
-    assert unflushed < 0.85 * theirs, (unflushed, theirs)
 
 
 @pytest.mark.parametrize("seed", range(12))
