@@ -176,6 +176,38 @@ def test_claims_across_gpus_and_cases(ctx):
     assert "contradicted" not in claim(ctx, "fresh", "1_copy", "within 1%", "1_copy", case="small", case_b="2^20")
 
 
+@pytest.fixture(scope="module")
+def h200_differs(tmp_path_factory):
+    """The fixture's experiments with their states on the H200 and fresh on the H100, where
+    "fresh" has a kernel slower than torch on the H200 (and faster on the H100)."""
+    from labnotebook.store import Store
+
+    root = fixture_project(tmp_path_factory.mktemp("h200"), on=H200)
+    store = Store(root / "results")
+    h200 = store.read("fresh", H200)
+    h200.rows = rows(kernel_ms=0.012)
+    store.write(h200)
+    return root
+
+
+def test_a_claim_speaks_of_every_gpu_with_fresh_results(h200_differs):
+    ctx = collecting_context(h200_differs)
+    out = claim(ctx, "fresh", "1_copy", "faster", "torch")
+    assert "contradicted" in out and len(ctx.warnings) == 1
+    assert "on the H200, `1_copy` faster than `torch`" in ctx.warnings[0] and "on the H100" not in ctx.warnings[0]
+    ctx = collecting_context(h200_differs)
+    out = claim(ctx, "fresh", "1_copy", "faster", "torch", gpu=H100)  # a sentence about one GPU
+    assert "✓" in out and "on the H100" in out and "H200" not in out and ctx.warnings == []
+    out = claim(ctx, "fresh", "1_copy", "slower", "torch", gpu=H200)
+    assert "✓" in out and "on the H200" in out and ctx.warnings == []
+
+
+def test_a_claim_is_not_checked_where_results_are_stale_on_another_gpu(h200_differs):
+    ctx = collecting_context(h200_differs)
+    out = claim(ctx, "stale", "1_copy", "faster", "torch")  # stale on the H200, fresh on the H100
+    assert "✓" in out and "on the H100" in out and "H200" not in out and ctx.warnings == []
+
+
 def test_problems_on_a_draft_page_are_only_information(ctx):
     ctx.at("p.md", draft=True)
     assert "no results yet" in macros.value(ctx, "missing", "1_copy", "2^20")

@@ -127,7 +127,8 @@ mkdocs serve  # (4)!
 ```
 
 1.  On a machine with an NVIDIA GPU and the CUDA toolkit: PyCUDA builds against `nvcc`.
-2.  Compiles, verifies, times and sanitizes every kernel of this entry, and writes
+2.  Compiles, verifies and times every kernel of this entry, runs compute-sanitizer over the
+    CUDA C++ ones (no sanitizer frame could name a Python-DSL kernel), and writes
     `results/{experiment}/<gpu>.json` — only if every check passed.
 3.  Every result of this entry on every GPU, one JSON object per line: what this page is drawn from.
 4.  The page again, now from your GPU's results if you point `extra.notebook.gpu` in `mkdocs.yml` at it.
@@ -399,11 +400,43 @@ def claim(ctx, experiment, a, relation, b, case=None, cases=None, case_b=None, g
     ``b`` are row names, or lists (every pair of them is checked; two lists pair up in order).
     ``cases`` (or ``case``): where to check; by default every timed case where both sides ran.
     ``case_b``/``gpu_b``/``experiment_b``: the other side's case, GPU or experiment.
-    ``by="pct_ceiling"`` compares shares of each run's copy bandwidth instead of times."""
+    ``by="pct_ceiling"`` compares shares of each run's copy bandwidth instead of times.
+
+    With no ``gpu`` and no ``gpu_b``, the sentence speaks of every GPU the page shows, and it is
+    checked on each whose results are fresh (the reference GPU always); name ``gpu`` for a
+    sentence about one GPU."""
     body = caller() if caller else ""
     if by not in claims.MEASURES:
         raise Problem("error", f"claim(): by is one of {claims.MEASURES}; got {by!r}")
     claims.check_relation(relation)
+    if gpu is None and gpu_b is None:
+        gpus = [g for g in ctx.gpus
+                if g == ctx.gpu or _fresh(ctx, experiment, g) and _fresh(ctx, experiment_b or experiment, g)]
+    else:
+        gpus = [gpu]
+    verdicts = [_claim_on(ctx, experiment, a, relation, b, case, cases, case_b, g, gpu_b, experiment_b, among, by)
+                for g in gpus]
+    broken = [(statement, figures) for ok, statement, figures in verdicts if not ok]
+    if broken:
+        problem = Problem("contradicted", "; ".join(f"the claim “{statement}” does not hold: {'; '.join(figures)}"
+                                                    for statement, figures in broken), experiment)
+        ctx.report(problem)
+        shown = "; ".join(f for _, figures in broken for f in figures)
+        marker = f' <span class="nb-problem" title="{cell(problem)}">✗ contradicted by the results: {cell(shown)}</span>'
+        return _attach(body, marker)
+    checked = " · ".join(f"{statement}: {'; '.join(figures)}" for _, statement, figures in verdicts)
+    return _attach(body, f'<span class="nb-claim" title="Checked against the results: {cell(checked)}">✓</span>')
+
+
+def _fresh(ctx, experiment: str, gpu: str) -> bool:
+    try:
+        return ctx.results.view(experiment, gpu).state == "fresh"
+    except Problem:
+        return False
+
+
+def _claim_on(ctx, experiment, a, relation, b, case, cases, case_b, gpu, gpu_b, experiment_b, among, by):
+    """``(holds, statement, figures)`` for a claim on one GPU (``gpu``; None is the page's)."""
     view_a, view_b = ctx.view(experiment, gpu), ctx.view(experiment_b or experiment, gpu_b or gpu)
     pairs = _pairs(a, b, relation)
     where = cases or ([case] if case else _where_all_ran(view_a, view_b, pairs, relation, case_b, among))
@@ -414,7 +447,7 @@ def claim(ctx, experiment, a, relation, b, case=None, cases=None, case_b=None, g
     subject = f"the {a} of {_names(among) if isinstance(among, list) else 'the ' + among + 's'}" \
         if isinstance(a, str) and a in claims.PICKS else _names(a)
     verb = {"faster": "faster than", "slower": "slower than", "one of": "one of"}.get(relation, relation + " of")
-    statement = (f"{subject} {verb} {_names(b)}{' ' + other if other else ''}, "
+    statement = (f"on the {tables.short(view_a.gpu)}, {subject} {verb} {_names(b)}{' ' + other if other else ''}, "
                  f"at {', '.join(fmt.case(c) for c in where)}")
     checked, broken = [], []
     for c in where:
@@ -423,14 +456,7 @@ def claim(ctx, experiment, a, relation, b, case=None, cases=None, case_b=None, g
             ok, figures = (claims.one_of(side, y) if relation == "one of"
                            else claims.holds(relation, side, Side(view_b, y, case_b or c, among=among), by))
             (checked if ok else broken).append(figures)
-    if broken:
-        problem = Problem("contradicted", f"the claim “{statement}” does not hold: {'; '.join(broken)}", experiment)
-        ctx.report(problem)
-        marker = (f' <span class="nb-problem" title="{cell(problem)}">✗ contradicted by the results: '
-                  f"{cell('; '.join(broken))}</span>")
-        return _attach(body, marker)
-    return _attach(body, f'<span class="nb-claim" title="Checked against the results: {cell(statement)}: '
-                         f'{cell("; ".join(checked))}">✓</span>')
+    return (not broken, statement, broken or checked)
 
 
 def _where_all_ran(view_a, view_b, pairs, relation, case_b, among) -> list[str]:
