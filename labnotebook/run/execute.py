@@ -474,12 +474,10 @@ class Runner:
         except CaseError as e:
             if not isinstance(e.__cause__, torch.cuda.OutOfMemoryError):
                 raise
-            self.log(f"  (no room for the reference on the GPU: computing it on the host)")
+            self.log("  (no room for the reference on the GPU: computing it on the host)")
             torch.cuda.empty_cache()
             return self.reference_and_shapes(case, inputs)
-        missing = sorted(set(exp.outputs) - set(tensors))
-        if missing:
-            raise CaseError(f"host code reference() returned no {missing} (case {case.name})")
+        self.require_outputs(case, tensors)
         self.case_arrays.device_reference = DeviceReference(tensors)
         return self.case_arrays.device_reference, {n: tuple(t.shape) for n, t in tensors.items()}
 
@@ -497,10 +495,14 @@ class Runner:
         else:
             ref = host_call(exp.reference, "reference", case, **inputs)
             shapes = {n: np.shape(ref[n]) for n in exp.outputs if n in ref}
-        missing = sorted(set(exp.outputs) - set(shapes))
+        self.require_outputs(case, shapes)
+        return ref, shapes
+
+    def require_outputs(self, case: Case, found: Mapping) -> None:
+        """The reference gave every declared output (``found`` is keyed by output name)."""
+        missing = sorted(set(self.exp.outputs) - set(found))
         if missing:
             raise CaseError(f"host code reference() returned no {missing} (case {case.name})")
-        return ref, shapes
 
     def measure(self, r: Runnable, case: Case, base: dict, inputs: dict, reference: dict | None,
                 time_it: bool) -> Row:
