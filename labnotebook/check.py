@@ -2,7 +2,8 @@
 no PyCUDA: it reads the committed results and hashes the sources, so CI runs it.
 
 A result on the reference GPU (``settings.gpu``) that is stale, failed, missing or unreadable is
-an error, and the check exits 1. Elsewhere a stale or missing result is a warning (the pages show
+an error, and the check exits 1; so is the large pass's, for an experiment that has one (its cases
+of 2^31 elements and more, run by ``build_results.py --large``). Elsewhere a stale or missing result is a warning (the pages show
 it as such), a failed or unreadable one still an error. A draft entry's results are never
 required: a draft with no results yet is a note, its other findings are warnings wherever they
 are. A profile that is not fresh is a warning: it is evidence beside the numbers, never a reason
@@ -34,9 +35,9 @@ class Finding:
         return f"{mark} {self.experiment} on {self.gpu}: {self.what}: {self.why}; fix: {self.fix}"
 
 
-def command(experiment: str, gpu: str) -> str:
+def command(stored: Stored) -> str:
     """What re-makes a result, or its profile alone (where the results stand), and on which GPU."""
-    return f"on an {gpu}: `{run_command(experiment)}`"
+    return f"on an {stored.gpu}: `{stored.command}`"
 
 
 def findings(root: Path, store: Store) -> list[Finding]:
@@ -45,8 +46,8 @@ def findings(root: Path, store: Store) -> list[Finding]:
                                *(g for name in keys.names() for g in store.gpus(name, failures=True))]))
     out = []
     for name in keys.names():
-        for gpu in gpus:
-            stored = Stored.read(store, name, gpu, keys)
+        for gpu, part in ((g, p) for g in gpus for p in keys[name].parts):
+            stored = Stored.read(store, name, gpu, keys, part)
             state = stored.state
             required = gpu == config.gpu and name not in drafts
             if state != "fresh":
@@ -55,11 +56,13 @@ def findings(root: Path, store: Store) -> list[Finding]:
                 error = required or state in ("failed", "corrupt") and name not in drafts
                 level = "error" if error else "note" if name in drafts and state == "missing" else "warning"
                 what = "draft, not yet run" if level == "note" else state
-                out.append(Finding(level, name, gpu, what, stored.reason(), command(name, gpu)))
-            elif name != CEILINGS and stored.profile_state != "fresh":
+                if part != "main":
+                    what = f"{part} pass {what}"
+                out.append(Finding(level, name, gpu, what, stored.reason(), command(stored)))
+            elif name != CEILINGS and part == "main" and stored.profile_state != "fresh":
                 profile = stored.record.profile
                 reason = (profile.reason if profile and profile.reason else
                           "none on record" if profile is None else "the profiler pass changed since")
                 out.append(Finding("warning", name, gpu, f"profile {stored.profile_state}", reason,
-                                   command(name, gpu)))
+                                   command(stored)))
     return out

@@ -2,6 +2,7 @@
 and turn the notebook's own errors into one ``error: ...`` line (exit status 2).
 
     build_results.py [--only NAME ...] [--gpus all|0,1] [--force] [--no-sanitize] [--no-profile]
+    build_results.py --large [--only NAME ...]                   # the cases of 2^31 elements and more
     build_results.py --only NAME --kernel K ... --case C ...   # print, write nothing
     build_results.py --check | --list | --summary                # no GPU needed
     build_results.py new NAME                                  # scaffold an entry
@@ -35,6 +36,7 @@ results into results/. With every result up to date it does nothing and needs no
 
   build_results.py                        run what changed since its results were recorded
   build_results.py --gpus all             the same, spread over every GPU of this machine
+  build_results.py --large                the large pass: the cases of 2^31 elements and more, where they changed
   build_results.py --only NAME --kernel K --case C   one kernel at one case: printed, nothing written
   build_results.py --check               what is stale, failed or missing, why, and the fix (no GPU)
   build_results.py --list | --summary     the state of every result; every result as JSON lines
@@ -57,6 +59,10 @@ def main_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel", nargs="+", metavar="NAME",
                    help="run only these kernels and baselines (implies --dry-run: a record is always whole)")
     p.add_argument("--case", nargs="+", metavar="NAME", help="run only these cases (implies --dry-run)")
+    p.add_argument("--large", action="store_true",
+                   help="run the large pass instead: each experiment's cases of 2^31 elements and more, verified, not "
+                        "timed, into results/NAME/<gpu>.large.json (up to 24 GiB of GPU memory; a default "
+                        "refresh leaves them out)")
     p.add_argument("--dry-run", action="store_true", help="run, verify, time and print; write no results")
     p.add_argument("--check", action="store_true",
                    help="list every result that is stale, failed or missing, with the file that changed and the "
@@ -114,12 +120,12 @@ def main(argv: list[str] | None = None) -> int:
         if (args.kernel or args.case) and len(selected) != 1:
             raise NotebookError("--kernel and --case need one experiment: add --only NAME")
         options = Options(force=args.force, sanitize=not args.no_sanitize, profile=not args.no_profile,
-                          kernels=args.kernel, cases=args.case,
+                          kernels=args.kernel, cases=args.case, large=args.large,
                           dry_run=bool(args.dry_run or args.kernel or args.case))
         try:
             gpu, options.gpus = require_gpus(args.gpus)
         except NoGPUError:
-            if not (args.force or options.dry_run) and all_fresh(root, store, selected):
+            if not (args.force or options.dry_run) and all_fresh(root, store, selected, options.part):
                 names = ", ".join(selected) if args.only else "every experiment"
                 console.print(f"{names}: up to date on {', '.join(sorted({g for n in selected for g in store.gpus(n)}))}"
                               "; nothing to run (no GPU needed)")
@@ -135,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             return 130
         finally:
             kill_workers()  # whatever ended the build, no worker outlives it
-        print_outcomes(console, gpu, outcomes, build.wall_s)
+        print_outcomes(console, gpu + (" (the large pass)" if args.large else ""), outcomes, build.wall_s)
         return 1 if any(o.state == "failed" for o in outcomes) else 0
     except NotebookError as e:
         print(f"error: {e}", file=sys.stderr)  # one plain line: no markup, no wrapping
@@ -173,13 +179,17 @@ def require_gpus(spec: str) -> tuple[str, list[int]]:
     return models[0], indices
 
 
-def all_fresh(root: Path, store: Store, selected: dict[str, Path]) -> bool:
-    """Whether every selected experiment has results, all fresh, on every GPU it has any for, and
-    those GPUs' ceilings are fresh too (a run would measure them again otherwise)."""
+def all_fresh(root: Path, store: Store, selected: dict[str, Path], part: str = "main") -> bool:
+    """Whether every selected experiment has results of the pass, all fresh, on every GPU it has
+    any for, and (for the main pass, which times) those GPUs' ceilings are fresh too (a run would
+    measure them again otherwise)."""
     keys = Keys(root)
     for name in selected:
+        if part not in keys[name].parts:
+            continue
         gpus = store.gpus(name)
-        if not gpus or any(Stored.read(store, n, g, keys).state != "fresh" for g in gpus for n in (name, CEILINGS)):
+        wanted = [(name, part)] + ([(CEILINGS, "main")] if part == "main" else [])
+        if not gpus or any(Stored.read(store, n, g, keys, p).state != "fresh" for g in gpus for n, p in wanted):
             return False
     return True
 

@@ -17,7 +17,7 @@ from typing import Literal
 from . import keys
 from .errors import ResultsError
 from .experiments import experiment_folders
-from .records import Record
+from .records import Part, Record
 from .store import CEILINGS, Store
 
 State = Literal["fresh", "stale", "failed", "missing", "corrupt"]
@@ -57,9 +57,22 @@ class Keys:
         return self._keys[name]
 
 
-def run_command(experiment: str) -> str:
-    """What re-makes an experiment's results on a GPU (a run measures the ceilings where they are stale)."""
-    return "python build_results.py" if experiment == CEILINGS else f"python build_results.py --only {experiment}"
+def run_command(experiment: str, part: Part = "main") -> str:
+    """What re-makes an experiment's results (of one pass) on a GPU (a run measures the ceilings
+    where they are stale)."""
+    if experiment == CEILINGS:
+        return "python build_results.py"
+    return f"python build_results.py {'--large ' if part == 'large' else ''}--only {experiment}"
+
+
+def _holding(store: Store, experiment: str, gpu: str, cases: tuple[str, ...]) -> Record | None:
+    """A main record made before the large pass existed (format 5 and older) that has rows at
+    every large case: it stands for the large pass, with its own freshness."""
+    try:
+        main = store.read(experiment, gpu)
+    except ResultsError:
+        return None
+    return main if main is not None and cases and set(cases) <= {r.case for r in main.rows} else None
 
 
 def is_stale(record: Record, key: keys.Key | None) -> bool:
@@ -79,17 +92,24 @@ class Stored:
     key: keys.Key | None
     unreadable: ResultsError | None = None  # a corrupt or foreign file, with the fix-it message
     profiler: keys.Key | None = None
+    part: Part = "main"  # the pass (``records.PARTS``): both are keyed on the same files
 
     @classmethod
-    def read(cls, store: Store, experiment: str, gpu: str, current: Keys) -> "Stored":
+    def read(cls, store: Store, experiment: str, gpu: str, current: Keys, part: Part = "main") -> "Stored":
         record = failure = unreadable = None
         try:
-            record = store.read(experiment, gpu)
-            failure = store.read_failure(experiment, gpu)
+            record = store.read(experiment, gpu, part)
+            failure = store.read_failure(experiment, gpu, part)
         except ResultsError as e:
             unreadable = e
         key = current[experiment] if experiment in current else None
-        return cls(experiment, gpu, record, failure, key, unreadable, current.profiler)
+        if part == "large" and record is failure is unreadable is None and key is not None:
+            record = _holding(store, experiment, gpu, key.large_cases)
+        return cls(experiment, gpu, record, failure, key, unreadable, current.profiler, part)
+
+    @property
+    def command(self) -> str:
+        return run_command(self.experiment, self.part)
 
     @property
     def stale(self) -> bool:

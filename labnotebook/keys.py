@@ -23,6 +23,7 @@ project's root and contents are read with CRLF as LF, so a key is the same on ev
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import os
 import re
@@ -69,6 +70,14 @@ class Key:
 
     files: dict[str, str] = field(default_factory=dict)
     error: str | None = None
+    # The declaration's cases of 2^31 elements and more, by name: they run in a pass of their
+    # own (``records.PARTS``), keyed on the same files.
+    large_cases: tuple[str, ...] = ()
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The passes its results come in."""
+        return ("main", "large") if self.large_cases else ("main",)
 
     @property
     def digest(self) -> str | None:
@@ -116,7 +125,8 @@ class Sources:
         roots = [folder / "experiment.py", *(folder / k.source for k in exp.kernels)]
         if exp.phases:
             roots += [folder / exp.phases.source, self.engine(PHASES)]
-        return self.key(self.closure(roots + self.protocol(), folder))
+        key = self.key(self.closure(roots + self.protocol(), folder))
+        return dataclasses.replace(key, large_cases=tuple(c.name for c in exp.large_cases))
 
     def ceilings(self) -> Key:
         return self.key(self.closure([self.engine(f) for f in CEILINGS] + self.protocol(), None))

@@ -6,7 +6,9 @@ compute-sanitizer tool. When an experiment's last job is back, ``policy`` judges
 record, or a failure record beside the last good one, is written. Then the Nsight Compute pass:
 one ncu session per GPU over every experiment just written (and every fresh one whose profile is
 stale or missing), each GPU to itself so that no other work shows in its counters; each profile
-is added to its record as it comes back. ``schedule.py`` decides what runs where; each worker is
+is added to its record as it comes back. The large pass (``Options.large``) is the timed run
+alone, at each experiment's cases of 2^31 elements and more, verified, not timed: no ceiling,
+sanitizer or profile, into a record of its own. ``schedule.py`` decides what runs where; each worker is
 its own process, so a crash, a hang or a sticky CUDA error ends one experiment and nothing else.
 """
 
@@ -78,6 +80,11 @@ class Options:
     cases: list[str] | None = None  # run only these cases
     dry_run: bool = False  # print the table, write nothing
     shared_slots: int = 4  # sanitizer jobs that may share one GPU
+    large: bool = False  # the large pass: each experiment's cases of 2^31 elements and more alone
+
+    @property
+    def part(self) -> str:
+        return "large" if self.large else "main"
 
 
 def worker_env(gpu: int | None = None, cpus: list[int] | None = None, sharing: int = 1) -> dict[str, str]:
@@ -217,13 +224,16 @@ class Build:
     def plan(self, gpu_name: str, selected: dict[str, Path]) -> list[tuple[str, Path, Key, Experiment, Record | None]]:
         """The experiments to run; the rest are recorded as unchanged."""
         filtered = self.options.kernels or self.options.cases or self.options.dry_run
+        part = self.options.part
         todo = []
         for name, folder in selected.items():
-            stored = Stored.read(self.store, name, gpu_name, self.keys)
+            if part not in self.keys[name].parts and not self.keys[name].error:
+                continue  # no case of this pass (no case of 2^31 elements or more)
+            stored = Stored.read(self.store, name, gpu_name, self.keys, part)
             key, record = stored.key, stored.record
             if not (self.options.force or filtered) and stored.state == "fresh" and record.status == "ok" \
                     and not newly_installed(record):
-                if self.options.profile and self.ncu and stored.profile_state != "fresh":
+                if part == "main" and self.options.profile and self.ncu and stored.profile_state != "fresh":
                     self.profile_later(name, record, None)  # the results stand; their profile is redone
                 else:
                     self.outcomes.append(Outcome(name, "unchanged", f"results from {record.provenance.date}"))
@@ -246,18 +256,20 @@ class Build:
         if self.options.profile and self.ncu is None:
             self.console.print("[yellow]Nsight Compute (ncu) not found: results will record the profile as skipped[/]")
         todo = self.plan(gpu_name, selected)
-        # The ceilings are measured whenever anything runs, and on their own when they are stale.
-        ceilings_due = not self.options.dry_run and \
-            Stored.read(self.store, CEILINGS, gpu_name, self.keys).state != "fresh"
+        # The ceilings are measured whenever anything is timed, and on their own when they are
+        # stale; the large pass times nothing.
+        timing = not (self.options.dry_run or self.options.large)
+        ceilings_due = timing and Stored.read(self.store, CEILINGS, gpu_name, self.keys).state != "fresh"
         if todo or ceilings_due or self.to_profile:
             gpus = ", ".join(map(str, self.options.gpus))
             unchanged = sum(o.state == "unchanged" for o in self.outcomes)
-            self.console.print(f"[bold]{gpu_name}[/] (GPU {gpus}): running {len(todo)} experiment(s), "
+            which = " (the large pass: cases of 2^31 elements and more)" if self.options.large else ""
+            self.console.print(f"[bold]{gpu_name}[/] (GPU {gpus}){which}: running {len(todo)} experiment(s), "
                                f"{unchanged} unchanged" + (f", {len(self.to_profile)} to profile" if self.to_profile
                                                            and not todo else ""))
             self.cubin_cache = Path(tempfile.mkdtemp(prefix="notebook-cubins-"))
             # A dry run stores no ceiling: its worker measures the copy bandwidth it compares with itself.
-            ceilings = [] if self.options.dry_run or not (todo or ceilings_due) else \
+            ceilings = [] if not timing or not (todo or ceilings_due) else \
                 [self.ceiling_job(g) for g in self.options.gpus]
             events = lambda e: self.console.print(f"[dim]{escape(e)}[/]")
             try:
@@ -307,6 +319,8 @@ class Build:
             extra += ["--kernel", *self.options.kernels]
         if self.options.cases:
             extra += ["--case", *self.options.cases]
+        if self.options.large:
+            extra += ["--large"]
 
         def run(g: int):
             nonlocal t0
@@ -325,7 +339,7 @@ class Build:
             if lost:
                 record.status, record.problems = "failed", [f"{p}; keeping those results (--force replaces them)"
                                                             for p in lost]
-            if record.status != "ok" or self.options.dry_run:
+            if record.status != "ok" or self.options.dry_run or record.part != "main":
                 return self.finish(name, record.gpu, key, record, None, t0, job.ran_on)
             return self.followup_jobs(name, key, exp, record, t0, job.ran_on, estimate)
 
@@ -517,7 +531,7 @@ class Build:
             self.outcomes.append(Outcome(name, "ran", f"{len(record.rows)} results", seconds, gpu, record.phases_s))
             return []
         failure = record or Record(experiment=name, title=name, gpu=gpu_name or self.gpu_name,
-                                   provenance=None, rows=[], status="failed")
+                                   provenance=None, rows=[], status="failed", part=self.options.part)
         failure.status, failure.error, failure.wall_s = "failed", error, round(seconds, 2)
         self.stamp(failure, key)
         failure.failed_at = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())

@@ -16,7 +16,9 @@ from .run.declare import Experiment
 
 
 def judge(exp: Experiment, record: Record) -> Record:
-    """Mark expected failures ``xfail`` and set the record's status and problems."""
+    """Mark expected failures ``xfail`` and set the record's status and problems. That an
+    expected failure must fail somewhere is the main pass's rule: the large pass's few cases of
+    random inputs need not be the ones it fails at."""
     problems = []
     for k in exp.kernels:
         if not k.expected_failure:
@@ -25,7 +27,7 @@ def judge(exp: Experiment, record: Record) -> Record:
         for r in mine:
             if r.status == "failed":
                 r.status = "xfail"
-        if mine and not any(r.status == "xfail" for r in mine):
+        if mine and record.part == "main" and not any(r.status == "xfail" for r in mine):
             problems.append(f"kernel {k.name} is declared to fail ({k.expected_failure}) but passed every case")
     problems += [f"{r.name} @ {r.case}: {r.error}" for r in record.rows if r.status == "failed"]
     record.problems = problems

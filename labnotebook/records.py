@@ -19,6 +19,9 @@ Format history:
 5. What the refresh cost: ``Record.wall_s`` (the whole of it, the sanitizer and profile passes
    included) and ``Record.phases_s`` (by ``PHASES``), in place of ``duration_s`` (the timed
    worker's time alone, which a migrated file keeps as ``phases_s["timed run"]``).
+6. ``Record.part``: which pass made the record. The cases of 2^31 elements and more (``large_cases``)
+   run in a pass of their own, ``build_results.py --large``, into ``<gpu>.large.json``; a
+   file of format 5 or older is of the main pass (it may hold large cases' rows as well).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any, Literal
 from .errors import ResultsError
 
 NAME = "labnotebook-results"
-VERSION = 5
+VERSION = 6
 FORMAT = f"{NAME}/{VERSION}"
 
 Kind = Literal["kernel", "baseline", "transfer", "phase", "ceiling"]
@@ -39,6 +42,12 @@ KINDS = ("kernel", "baseline", "transfer", "phase", "ceiling")
 # xfail: failed as its declaration says it must; skipped: not run, with the reason in ``error``.
 Status = Literal["ok", "failed", "xfail", "skipped"]
 STATUSES = ("ok", "failed", "xfail", "skipped")
+# Which pass made a record: "main" (the timed and edge cases, sanitized and profiled:
+# ``build_results.py``) or "large" (the cases of 2^31 elements and more, verified only:
+# ``build_results.py --large``). A default refresh is the main pass; the large one needs up to
+# 24 GiB of GPU memory and several times the host's, and a minute per GPU.
+Part = Literal["main", "large"]
+PARTS = ("main", "large")
 
 # Where an experiment's refresh spends its wall time (``Record.phases_s``), in the order it goes.
 PHASES = {
@@ -49,7 +58,8 @@ PHASES = {
     "verify": "the kernels' first runs at timed cases: poisoning, running, fetching, comparing every element",
     "timing": "timing the kernels, the copy ceiling and host-device copies",
     "baselines": "the library and CPU baselines at timed cases: setup, checking and timing; the phase program",
-    "edge cases": "everything at the edge and large cases: inputs, references, runs and checks",
+    "edge cases": "everything at the edge cases: inputs, references, runs and checks",
+    "large cases": "the large pass (--large): everything at the cases of 2^31 elements and more",
     "sanitizer": "the compute-sanitizer pass: from its first tool's start to its last tool's end",
     "profile": "the Nsight Compute pass",
     "timed run": "files of format 4 and older: the timed run's worker time, not broken down",
@@ -318,6 +328,7 @@ class Record:
     profile: ProfilePass | None = None  # None when the run had no profile pass
     error: str | None = None  # failure records: why the run failed
     failed_at: str | None = None  # failure records: when
+    part: Part = "main"  # the pass that made it (``PARTS``)
 
     def row(self, name: str, case: str) -> Row | None:
         return next((r for r in self.rows if r.name == name and r.case == case), None)
@@ -358,6 +369,8 @@ def row_from_json(data: dict) -> Row:
 
 def _record(data: dict) -> Record:
     data = {k: v for k, v in data.items() if k != "format"}
+    if data.get("part", "main") not in PARTS:
+        raise ValueError(f"part {data['part']!r} is none of {', '.join(PARTS)}")
     return _build(
         Record, data,
         provenance=lambda p: _build(Provenance, p),
@@ -439,7 +452,13 @@ def _v4_to_v5(data: dict) -> dict:
     return data
 
 
-MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
+def _v5_to_v6(data: dict) -> dict:
+    """Format 6 names the pass that made a record; every earlier one was the only pass."""
+    data["part"] = "main"
+    return data
+
+
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6}
 
 
 def version_of(data: dict) -> int | None:

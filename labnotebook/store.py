@@ -4,6 +4,8 @@ Layout under ``results/``::
 
     <experiment>/<gpu-slug>.json           the last successful-or-verified run (rows, provenance)
     <experiment>/<gpu-slug>.failure.json   the last run that could not finish, if it came later
+    <experiment>/<gpu-slug>.large.json     the large pass (``Record.part``): cases of 2^31 elements and more
+    <experiment>/<gpu-slug>.large.failure.json   and its last failure, the same way
     ceilings/<gpu-slug>.json               the copy bandwidth measured at the start of the last run
 
 What a file holds is defined in ``records.py``: a ``Record`` in sorted, indented JSON with a
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import ResultsError
-from .records import Record
+from .records import Part, Record
 
 CEILINGS = "ceilings"
 
@@ -97,7 +99,11 @@ def _gpu_of(path: Path) -> str:
     try:
         return read_record(path).gpu
     except ResultsError:
-        return path.name.removesuffix(".json").removesuffix(".failure")
+        return path.name.removesuffix(".json").removesuffix(".failure").removesuffix(".large")
+
+
+def _suffix(part: Part, failure: bool) -> str:
+    return ("" if part == "main" else f".{part}") + (".failure" if failure else "") + ".json"
 
 
 class Store:
@@ -106,46 +112,59 @@ class Store:
     def __init__(self, folder: Path):
         self.folder = folder
 
-    def path(self, experiment: str, gpu: str, failure: bool = False) -> Path:
-        return self.folder / experiment / (gpu_slug(gpu) + (".failure" if failure else "") + ".json")
+    def path(self, experiment: str, gpu: str, failure: bool = False, part: Part = "main") -> Path:
+        return self.folder / experiment / (gpu_slug(gpu) + _suffix(part, failure))
 
-    def read(self, experiment: str, gpu: str) -> Record | None:
-        p = self.path(experiment, gpu)
-        return read_record(p) if p.exists() else None
+    def read(self, experiment: str, gpu: str, part: Part = "main") -> Record | None:
+        return self._read(self.path(experiment, gpu, part=part), part)
 
-    def read_failure(self, experiment: str, gpu: str) -> Record | None:
-        p = self.path(experiment, gpu, failure=True)
-        return read_record(p) if p.exists() else None
+    def read_failure(self, experiment: str, gpu: str, part: Part = "main") -> Record | None:
+        return self._read(self.path(experiment, gpu, failure=True, part=part), part)
+
+    @staticmethod
+    def _read(p: Path, part: Part) -> Record | None:
+        if not p.exists():
+            return None
+        record = read_record(p)
+        if record.part != part:
+            raise ResultsError(f"{p.as_posix()} holds the {record.part} pass's results, not the {part} pass's; "
+                               f"restore it with `git checkout -- {p.as_posix()}` or re-run build_results.py")
+        return record
 
     def write(self, record: Record) -> Path:
-        """Store a finished run; it supersedes any earlier failure record for the same GPU."""
-        p = self.path(record.experiment, record.gpu)
+        """Store a finished run; it supersedes any earlier failure record of its pass on its GPU."""
+        p = self.path(record.experiment, record.gpu, part=record.part)
         write_json(p, record.to_json())
-        self.path(record.experiment, record.gpu, failure=True).unlink(missing_ok=True)
+        self.path(record.experiment, record.gpu, failure=True, part=record.part).unlink(missing_ok=True)
         return p
 
     def write_failure(self, record: Record) -> Path:
         """Record a run that could not finish (``record.error`` says why), leaving the last good
         results untouched."""
-        p = self.path(record.experiment, record.gpu, failure=True)
+        p = self.path(record.experiment, record.gpu, failure=True, part=record.part)
         write_json(p, record.to_json())
         return p
 
     def gpus(self, experiment: str, failures: bool = False) -> list[str]:
-        """The GPUs that have results for ``experiment`` (or, with ``failures``, only a failure
-        record), by their full names; a file that cannot be read is named by its GPU slug."""
+        """The GPUs that have main-pass results for ``experiment`` (or, with ``failures``, only a
+        failure record), by their full names; a file that cannot be read is named by its GPU slug."""
         d = self.folder / experiment
-        paths = self._files(experiment) + (sorted(d.glob("*.failure.json")) if failures and d.exists() else [])
-        return sorted({_gpu_of(p) for p in paths})
+        failed = [p for p in d.glob("*.failure.json") if not p.name.endswith(".large.failure.json")] \
+            if failures and d.exists() else []
+        return sorted({_gpu_of(p) for p in self._files(experiment) + sorted(failed)})
 
     def experiments(self) -> list[str]:
         return sorted(p.name for p in self.folder.iterdir() if p.is_dir()) if self.folder.exists() else []
 
-    def records(self, experiment: str | None = None) -> Iterator[Record]:
+    def records(self, experiment: str | None = None, part: Part = "main") -> Iterator[Record]:
         for name in [experiment] if experiment else self.experiments():
-            for p in self._files(name):
+            for p in self._files(name, part):
                 yield read_record(p)
 
-    def _files(self, experiment: str) -> list[Path]:
+    def _files(self, experiment: str, part: Part = "main") -> list[Path]:
+        """The results files of one pass: ``<gpu>.json`` (main) or ``<gpu>.large.json``."""
         d = self.folder / experiment
-        return sorted(p for p in d.glob("*.json") if not p.name.endswith(".failure.json")) if d.exists() else []
+        if not d.exists():
+            return []
+        return sorted(p for p in d.glob("*.json") if not p.name.endswith(".failure.json")
+                      and p.name.endswith(".large.json") == (part == "large"))

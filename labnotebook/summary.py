@@ -9,12 +9,13 @@ from typing import Iterator
 
 from . import metrics
 from .freshness import Keys, is_stale
+from .records import PARTS
 from .store import Store
 
 
 def summary_lines(root: Path, store: Store) -> Iterator[dict]:
     current = Keys(root)
-    for record in store.records():
+    for record in (r for part in PARTS for r in store.records(part=part)):
         stale = is_stale(record, current[record.experiment] if record.experiment in current else None)
         for row in record.rows:
             value, unit = metrics.throughput(row)
@@ -25,7 +26,7 @@ def summary_lines(root: Path, store: Store) -> Iterator[dict]:
                 "pct_of_ceiling": metrics.pct_of_ceiling(row, record),
                 "verified": metrics.verified(row), "stale": stale,
                 "bound_ratio": row.check.bound_ratio if row.check else None,
-                "date": record.provenance.date,
+                "date": record.provenance.date, "pass": record.part,
             }
 
 

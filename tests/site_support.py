@@ -58,7 +58,7 @@ def make_fresh(root: Path) -> None:
     """Rewrite every stored record's key to the current sources' (no other change)."""
     store, keys = Store(root / "results"), Keys(root)
     for experiment in store.experiments():
-        for record in list(store.records(experiment)):
+        for record in [*store.records(experiment), *store.records(experiment, part="large")]:
             if experiment in keys:
                 record.source_hash, record.sources = keys[experiment].digest, dict(keys[experiment].files)
                 if record.profile:

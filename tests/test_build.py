@@ -241,6 +241,36 @@ def test_a_build_leaves_a_draft_out_until_it_is_named(tmp_path):
     assert proc.returncode == 0 and "left out" not in proc.stdout and store.read("draft_add", GPU).status == "ok"
 
 
+def test_the_large_cases_run_in_a_pass_of_their_own_verified_alone(tmp_path):
+    """A default build leaves an experiment's large cases out; ``--large`` runs them alone
+    (verified, not timed, no ceiling, sanitizer or profile) into a file of their own, once."""
+    project = copy_project(tmp_path / "p", [])
+    folder = shutil.copytree(FAULTS / "snippets" / "wrong_answer", project / "snippets" / "big_add")
+    (folder / "1_skips_last.cu").write_text((folder / "1_skips_last.cu").read_text()
+                                            .replace("i < n - 1", "i < n").replace("add_skip_last", "add"))
+    (folder / "experiment.py").write_text((folder / "experiment.py").read_text().replace('"add_skip_last"', '"add"')
+                                          .replace('    edge_cases=', '    large_cases=[Case("big", n=3000)],\n    edge_cases='))
+    store = Store(project / "results")
+    proc = run_cli("--force", root=project, env=fake_env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    main = store.read("big_add", GPU)
+    assert {r.case for r in main.rows} == {"small", "one"} and main.sanitizer and main.profile
+    assert store.read("big_add", GPU, "large") is None
+    main_file = store.path("big_add", GPU).read_text()
+    proc = run_cli("--large", root=project, env=fake_env())
+    assert proc.returncode == 0 and "the large pass" in proc.stdout, proc.stdout + proc.stderr
+    assert "copy ceiling" not in proc.stdout and "compute-sanitizer" not in proc.stdout
+    large = store.read("big_add", GPU, "large")
+    assert large.part == "large" and [(r.case, r.timed, r.status) for r in large.rows] == [("big", False, "ok")]
+    assert large.sanitizer is None and large.profile is None and large.ceiling is None
+    assert "large cases" in large.phases_s and large.wall_s > 0 and large.source_hash == main.source_hash
+    assert store.path("big_add", GPU).read_text() == main_file  # the main pass's file untouched
+    again = run_cli("--large", root=project, env=fake_env())
+    assert again.returncode == 0 and "0 ran, 1 unchanged" in again.stdout, again.stdout
+    proc = run_cli("--only", "big_add", "--case", "big", root=project, env=fake_env())  # the fast loop reaches it
+    assert proc.returncode == 0 and "big" in proc.stdout and "2 results" not in proc.stdout, proc.stdout
+
+
 def test_an_interrupted_build_leaves_no_worker_behind(tmp_path):
     """`timeout` or Ctrl-C stops the build and its workers (each in a session of its own)."""
     import signal

@@ -169,3 +169,30 @@ def test_check_fails_on_a_failed_run_on_any_gpu(checked):
     Store(checked / "results").write_failure(record)
     proc = run_cli("--check", root=checked)
     assert proc.returncode == 1 and "✗ wrong_answer on NVIDIA H200: failed" in proc.stdout
+
+
+def test_check_asks_for_the_large_pass_where_an_experiment_has_one(checked):
+    declaration = checked / "snippets" / "wrong_answer" / "experiment.py"
+    declaration.write_text(declaration.read_text().replace(
+        '    edge_cases=[Case("one", n=1)],', '    edge_cases=[Case("one", n=1)],\n    large_cases=[Case("2^31", n=1 << 31)],'))
+    store = Store(checked / "results")
+    for gpu in (H100, "NVIDIA H200"):  # keyed on the declaration just edited
+        store.write(fresh_record(checked, "wrong_answer", gpu))
+    proc = run_cli("--check", root=checked)
+    assert proc.returncode == 1
+    assert ("✗ wrong_answer on NVIDIA H100 80GB HBM3: large pass missing: no results on record; fix: on an "
+            "NVIDIA H100 80GB HBM3: `python build_results.py --large --only wrong_answer`") in proc.stdout
+    assert "! wrong_answer on NVIDIA H200: large pass missing" in proc.stdout
+    for gpu in (H100, "NVIDIA H200"):
+        large = fresh_record(checked, "wrong_answer", gpu)
+        large.part, large.rows = "large", [Row(kind="kernel", name="1_skips_last", case="2^31",
+                                               params={"n": 1 << 31}, status="ok", timed=False)]
+        store.write(large)
+    proc = run_cli("--check", root=checked)
+    assert proc.returncode == 0 and "large" not in proc.stdout, proc.stdout
+    # A main record made before the large pass existed, with rows at its cases, stands for it.
+    store.path("wrong_answer", H100, part="large").unlink()
+    main = fresh_record(checked, "wrong_answer")
+    main.rows.append(large.rows[0])
+    store.write(main)
+    assert run_cli("--check", root=checked).returncode == 0

@@ -42,7 +42,7 @@ def test_fingerprint_is_the_plain_arithmetic(dtype, n):
 def test_fingerprint_does_not_depend_on_the_chunks(monkeypatch):
     a = np.random.default_rng(0).standard_normal(1001).astype(np.float32)  # 500 words and a tail
     whole = fingerprint_host(a)
-    monkeypatch.setattr(out, "CHUNK", 64)  # eight chunks in a thread pool
+    monkeypatch.setattr(out, "HOST_CHUNK", 64)  # eight chunks in a thread pool
     assert fingerprint_host(a) == whole == reference_fingerprint(a.tobytes())
 
 

@@ -63,6 +63,25 @@ def test_every_experiment_is_fresh_verified_and_sanitized(name, gpu):
         assert len(rows) == len(exp.kernels) and all(r.status in ("ok", "skipped") for r in rows)
 
 
+LARGE = [n for n in NAMES if "large" in KEYS[n].parts]
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+@pytest.mark.parametrize("name", LARGE)
+def test_every_large_pass_is_fresh_and_verified_at_each_of_its_cases(name, gpu):
+    """The cases of 2^31 elements and more, from their own pass: every declared one there, and
+    every row verified, failed as declared, or skipped with its reason."""
+    s = Stored.read(STORE, name, gpu, KEYS, "large")
+    if gpu != SETTINGS.gpu and s.state in ("stale", "missing"):
+        pytest.skip(f"{name}'s large pass is {s.state} on {gpu}, not the reference GPU: run "
+                    f"`{s.command}` on that GPU")
+    assert s.state == "fresh", f"{name}'s large pass on {gpu} is {s.state} ({s.reason()}): run `{s.command}` there"
+    rows = [r for r in s.record.rows if r.case in KEYS[name].large_cases]
+    assert {r.case for r in rows} == set(KEYS[name].large_cases)
+    assert all(r.status in ("ok", "xfail") or r.status == "skipped" and r.error for r in rows)
+    assert any(r.status == "ok" and r.kind == "kernel" for r in rows)
+
+
 @pytest.mark.parametrize("gpu", GPUS)
 def test_ceilings_are_fresh(gpu):
     s = stored(CEILINGS, gpu)

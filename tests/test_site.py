@@ -5,6 +5,7 @@ from the data; claims the data contradicts fail. No MkDocs build here (see test_
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import re
 import shutil
@@ -294,3 +295,73 @@ def test_the_notebook_reruns_only_when_its_inputs_change(root, tmp_path):
 
 def test_timing_spread_is_in_the_medians_unit():
     assert fmt.spread(Timing(0.05, 0.045, 0.055, 0.04, 0.06, 10)) == "45.0–55.0 µs"
+
+
+# -- the large pass: its own file, its own state, said on the page ---------------------------------
+
+@pytest.fixture(scope="module")
+def large_root(tmp_path_factory):
+    """The tiny experiment with a case of 2^31 elements, which runs in the large pass."""
+    from labnotebook.freshness import Keys
+    from labnotebook.records import Row
+    from labnotebook.store import Store
+    from site_support import record as make_record
+
+    dst = fixture_project(tmp_path_factory.mktemp("large"), states=("fresh",))
+    big = dst / "snippets" / "big"
+    shutil.copytree(dst / "snippets" / "fresh", big)
+    declaration = (big / "experiment.py").read_text()
+    (big / "experiment.py").write_text(declaration.replace("    inputs=", '    large_cases=[Case("2^31", n=1 << 31)],\n    inputs=', 1))
+    store, keys = Store(dst / "results"), Keys(dst)
+    assert keys["big"].large_cases == ("2^31",)
+    for gpu in (H100, H200):
+        store.write(make_record("big", gpu, keys["big"].digest, rows()))
+    huge = [Row(kind="kernel", name="1_copy", case="2^31", params={"n": 1 << 31}, status="ok", timed=False,
+                check=Check(0.0, 0.0, 0, 1 << 31, 0.0, 0.0, 0.0))]
+    large = make_record("big", H100, keys["big"].digest, huge, part="large", profile=None)
+    large.sources, large.wall_s = dict(keys["big"].files), 42.0
+    store.write(large)
+    return dst
+
+
+def test_the_large_pass_shows_its_cases_and_says_which_pass_ran_them(large_root):
+    ctx = collecting_context(large_root)
+    table = macros.checks(ctx, "big")
+    assert "2³¹" in table and "one" in table  # its case beside the main pass's edge case
+    assert "The case of 2³¹ elements and more (2³¹) runs in a pass of its own" in table
+    assert "`python build_results.py --large --only big`" in table and "it ran on 2026-11-21, in 42 s" in table
+    assert ctx.warnings == []
+
+
+def test_a_large_pass_not_on_record_is_a_marker_and_fails_strict_on_the_reference_gpu_only(large_root):
+    ctx = collecting_context(large_root)
+    table = macros.checks(ctx, "big", gpu=H200)
+    assert "none are on record" in table and "no results" in table
+    assert ctx.warnings == [] and any("--large --only big" in m for m in ctx.infos)  # not the reference GPU
+    path = large_root / "results" / "big" / "nvidia-h100-80gb-hbm3.large.json"
+    saved = path.read_text()
+    try:
+        path.unlink()
+        ctx = collecting_context(large_root)
+        assert "none are on record" in macros.checks(ctx, "big")
+        assert any("big has no results (the large pass) on NVIDIA H100 80GB HBM3" in w and "--large --only big" in w
+                   for w in ctx.warnings)
+    finally:
+        path.write_text(saved)
+
+
+def test_a_stale_large_pass_shows_its_rows_marked(large_root):
+    from labnotebook.store import Store
+
+    store = Store(large_root / "results")
+    saved = store.read("big", H100, "large")
+    stale = dataclasses.replace(saved, source_hash="0" * 16, sources={"snippets/gone.cu": "0" * 16})
+    try:
+        store.write(stale)
+        ctx = collecting_context(large_root)
+        table = macros.checks(ctx, "big")
+        assert "2³¹" in table and "and is stale" in table and "Stale results" in table
+        assert any("big (the large pass) on NVIDIA H100 80GB HBM3: results of 2026-11-21 are stale" in w
+                   for w in ctx.warnings)
+    finally:
+        store.write(saved)

@@ -126,3 +126,26 @@ def test_failure_record_keeps_last_good_results_and_is_cleared_by_success(tmp_pa
     assert store.gpus("demo") == [GPU]  # the failure file is not a second GPU
     store.write(record(source_hash="def"))
     assert store.read_failure("demo", GPU) is None
+
+
+def test_the_large_pass_has_files_of_its_own_that_the_main_pass_never_reads_or_removes(tmp_path):
+    store = Store(tmp_path)
+    main = store.write(record())
+    main_failure = store.write_failure(record(error="boom"))
+    large = store.write(record(part="large", title="Large"))
+    assert large == tmp_path / "demo" / "nvidia-h100-80gb-hbm3.large.json"
+    assert main_failure.exists()  # a large pass's success supersedes its own failures alone
+    assert store.read("demo", GPU).title == "Demo" and store.read("demo", GPU, "large").title == "Large"
+    assert [r.part for r in store.records()] == ["main"] and [r.part for r in store.records(part="large")] == ["large"]
+    assert store.gpus("demo", failures=True) == [GPU]
+    failed = store.write_failure(record(part="large", error="too big"))
+    assert failed.name == "nvidia-h100-80gb-hbm3.large.failure.json" and large.exists() and main.exists()
+    assert store.read_failure("demo", GPU, "large").error == "too big"
+
+
+def test_a_file_of_one_pass_under_the_other_passs_name_is_refused(tmp_path):
+    store = Store(tmp_path)
+    path = store.write(record())
+    path.rename(store.path("demo", GPU, part="large"))
+    with pytest.raises(ResultsError, match="holds the main pass's results, not the large pass's"):
+        store.read("demo", GPU, "large")

@@ -307,6 +307,7 @@ class Runner:
         self.clock = Clock()
         self.gpu_checks = True  # large outputs checked on the GPU first (not under a sanitizer)
         self._timed_case = True  # whether the case being run is timed (its phases are counted apart)
+        self.untimed_phase = "edge cases"  # what an untimed case's time is counted as ("large cases")
         self.unavailable = self.missing(exp.requires, exp.min_compute_capability)
 
     def missing(self, modules: tuple[str, ...], capability: tuple[int, int] | None = None) -> dict | None:
@@ -328,8 +329,8 @@ class Runner:
 
     # -- compiling ---------------------------------------------------------------------------
     def phase(self, name: str):
-        """The clock for ``name`` at a timed case; every phase of an edge or large case is "edge cases"."""
-        return self.clock(name if self._timed_case else "edge cases")
+        """The clock for ``name`` at a timed case; an untimed case's is ``untimed_phase``."""
+        return self.clock(name if self._timed_case else self.untimed_phase)
 
     def compile(self, build_dir: Path) -> None:
         """nvcc for every CUDA kernel (in parallel: each is its own process), then load them."""
@@ -670,12 +671,13 @@ def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: Ceiling |
             if ceiling is None and measure_ceiling:
                 with runner.clock("timing"):
                     ceiling, _ = runner.timer.copy_bandwidth()
-            plan = ([(c, True) for c in (exp.cases if cases is None else cases)]
-                    + [(c, False) for c in (exp.edge_cases if edge_cases is None else edge_cases)]
-                    + [(c, False) for c in (exp.large_cases if large_cases is None else large_cases)])
+            plan = ([(c, True, "") for c in (exp.cases if cases is None else cases)]
+                    + [(c, False, "edge cases") for c in (exp.edge_cases if edge_cases is None else edge_cases)]
+                    + [(c, False, "large cases") for c in (exp.large_cases if large_cases is None else large_cases)])
             rows: list[Row] = []
-            for i, (case, is_timed) in enumerate(plan):
+            for i, (case, is_timed, phase) in enumerate(plan):
                 log(f"[{i + 1:>3}/{len(plan)}] {case.name}")
+                runner.untimed_phase = phase
                 rows += runner.run_case(case, is_timed)
         info = describe(runner.cuda, runner.device)
     finally:

@@ -25,7 +25,8 @@ import numpy as np
 
 from .draw import threads
 
-CHUNK = 1 << 25  # words mixed at a time: 256 MiB per int64 temporary
+CHUNK = 1 << 25  # words mixed at a time on the GPU: 256 MiB per int64 temporary
+HOST_CHUNK = 1 << 21  # and on the CPU, one core each: a 64 MiB output is split eight ways
 _MASK = (1 << 64) - 1
 
 
@@ -67,8 +68,8 @@ def fingerprint_host(a: np.ndarray) -> tuple[int, int]:
     words = data[:whole * 8].view(np.int64)
 
     def one(lo: int) -> int:
-        return _mixed_sum(words[lo:lo + CHUNK], np.arange(lo, min(lo + CHUNK, whole), dtype=np.int64))
-    starts = list(range(0, whole, CHUNK))
+        return _mixed_sum(words[lo:lo + HOST_CHUNK], np.arange(lo, min(lo + HOST_CHUNK, whole), dtype=np.int64))
+    starts = list(range(0, whole, HOST_CHUNK))
     if len(starts) > 1:
         with ThreadPoolExecutor(threads()) as pool:
             sums = list(pool.map(one, starts))

@@ -1,9 +1,10 @@
 """One experiment in one process: ``python -m labnotebook.run.worker --out FILE NAME``.
 
-The build runs one of these per experiment (forked from its GPU's ``forkserver``), one per GPU
-to measure the copy ceiling, one per compute-sanitizer tool, and one per GPU under Nsight
-Compute for every experiment to profile (``--profile A B ...``), each with a time limit, so a
-crash, a hang or a sticky CUDA error ends this process and nothing else. The record goes to ``--out`` as JSON (``records.Record``);
+The build runs one of these per experiment (forked from its GPU's ``forkserver``; with
+``--large``, for its cases of 2^31 elements and more alone), one per GPU to measure the copy ceiling,
+one per compute-sanitizer tool, and one per GPU under Nsight Compute for every experiment to
+profile (``--profile A B ...``), each with a time limit, so a crash, a hang or a sticky CUDA
+error ends this process and nothing else. The record goes to ``--out`` as JSON (``records.Record``);
 on an engine error the file holds ``{"error": ...}`` and the exit status is 2; on anything
 unforeseen Python's traceback reaches the build through stdout.
 """
@@ -33,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ceiling", type=json.loads, default=None, help="the run's ceiling, as JSON")
     parser.add_argument("--verify-only", action="store_true",
                         help="only verify at the edge cases: no timing, no baselines (for sanitizers)")
+    parser.add_argument("--large", action="store_true",
+                        help="the large pass: only the cases of 2^31 elements and more, verified, not timed")
     parser.add_argument("--profile", action="store_true",
                         help="launch each kernel and GPU baseline of each experiment once at its profile case, "
                              "for ncu (no record)")
@@ -82,16 +85,20 @@ def main(argv: list[str] | None = None) -> int:
             # --verify-only (a sanitizer pass): the edge cases alone, verified, no baselines, no
             # timing, CUDA kernels only (no sanitizer frame names a Python-DSL kernel's code, and
             # leaving them out spares the tools loading torch and its libraries).
-            check = args.verify_only
+            # --large: the large cases alone. The main pass runs them only where --case names one.
+            check, large = args.verify_only, args.large
             only = _names(args.kernel)
             if check:
                 only = {k.name for k in exp.kernels if isinstance(k, Kernel)} & (only or set(exp.runnable_names()))
             record = run_experiment(exp, folder, args.root, Ceiling(**args.ceiling) if args.ceiling else None,
                                     log=(lambda line: None) if check else (lambda line: print(line, flush=True)),
-                                    measure_ceiling=not check, cases=[] if check else pick(exp.cases),
-                                    edge_cases=pick(exp.edge_cases), large_cases=[] if check else pick(exp.large_cases),
+                                    measure_ceiling=not (check or large),
+                                    cases=[] if check or large else pick(exp.cases),
+                                    edge_cases=[] if large else pick(exp.edge_cases),
+                                    large_cases=pick(exp.large_cases) if large or (chosen and not check) else [],
                                     with_baselines=not check, only=only, cubin_cache=args.cubin_cache,
                                     gpu_checks=not check)
+            record.part = "large" if large else "main"
         record.peak_host_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     except NotebookError as e:
         args.out.write_text(json.dumps({"error": str(e), "detail": e.detail}))

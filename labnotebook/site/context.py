@@ -63,9 +63,11 @@ class Context:
         if problem.gpu in (None, self.gpu) or problem.experiment is None:
             return False
         try:
-            return self.results.view(problem.experiment, problem.gpu).state in ("stale", "missing")
+            view = self.results.view(problem.experiment, problem.gpu)
         except Problem:
             return False
+        stored = view.large if problem.part == "large" and view.large is not None else view.stored
+        return stored.state in ("stale", "missing")
 
     def report(self, problem: Problem) -> None:
         """Log a problem once per page, naming the page and the first macro call that met it."""

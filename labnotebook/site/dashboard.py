@@ -170,6 +170,19 @@ def refresh_cost(ctx: Context) -> str:
         note = "".join(f" Not counted ({why}): {', '.join(names)}." for why, names in
                        (("no refresh time on record", untimed), ("no results", absent)) if names)
         out.append(f"**{cell(g)}**: the sum of the results files' wall times is {fmt.sig(total, 3)} s "
-                   f"({fmt.sig(total / 60, 2)} minutes).{note}\n\n"
+                   f"({fmt.sig(total / 60, 2)} minutes).{note}{large_pass_cost(ctx, g)}\n\n"
                    + table(["experiment", "wall s", *phases], lines))
     return "\n\n".join(out) + "\n"
+
+
+def large_pass_cost(ctx: Context, gpu: str) -> str:
+    """A sentence on what the large pass (run apart, ``--large``) cost on ``gpu``, or ""."""
+    views = [ctx.view(name, gpu, note=False) for name in ctx.results.folders]
+    records = [(v.experiment, v.large.record) for v in views if v.large is not None]
+    timed = [(n, r) for n, r in records if r is not None and r.part == "large" and r.wall_s is not None]
+    if not timed:
+        return ""
+    each = ", ".join(f"{n} {fmt.sig(r.wall_s, 2)} s" for n, r in timed)
+    return (f" The cases of {fmt.superscripts('2^31')} elements and more run in a pass of their own "
+            f"(`python build_results.py --large`), not counted above: {fmt.sig(sum(r.wall_s for _, r in timed), 3)} s "
+            f"more ({each}).")

@@ -41,7 +41,7 @@ def box(problem: Problem, draft: bool = False, repeat: bool = False) -> str:
         text = (f"This entry is a draft: {text}. It builds without results until its "
                 f"`draft: true` line is removed from the front matter.")
     if problem.kind == "missing" and problem.experiment:
-        text += f"\n\n    ```bash\n    {run_command(problem.experiment)}\n    ```"
+        text += f"\n\n    ```bash\n    {run_command(problem.experiment, problem.part)}\n    ```"
     return f'!!! {kind} "{title}"\n    {text}\n'
 
 

@@ -29,20 +29,25 @@ class Problem(Exception):
     """A result a page needs cannot be trusted or does not exist. ``kind`` is one of
     STATE_KINDS (the experiment's results on a GPU) or ROW_KINDS (one row, or a claim)."""
 
-    def __init__(self, kind: str, message: str, experiment: str | None = None, gpu: str | None = None):
+    def __init__(self, kind: str, message: str, experiment: str | None = None, gpu: str | None = None,
+                 part: str = "main"):
         assert kind in STATE_KINDS + ROW_KINDS, kind
         super().__init__(message)
         self.kind = kind
         self.experiment = experiment
         self.gpu = gpu  # the GPU whose results it is about, where one is
+        self.part = part  # the pass whose results it is about (``records.PARTS``)
 
 
 @dataclass
 class View:
-    """One experiment's stored results on one GPU, and the rows the page draws from."""
+    """One experiment's stored results on one GPU, and the rows the page draws from: the main
+    pass's, and the large pass's (``large``) for its untimed rows where it has one."""
 
     stored: Stored
     root: Path | None = None  # paths in messages are shown relative to it
+    large: Stored | None = None  # the large pass, where the declaration has cases of 2^31 elements and more
+    large_cases: tuple[str, ...] = ()  # their names, as declared
 
     @property
     def experiment(self) -> str:
@@ -60,28 +65,32 @@ class View:
     def record(self) -> Record | None:
         """The record the tables draw from: a failed run's rows where it got that far, else the
         last good results (None when there are none, or the file is unreadable)."""
-        s = self.stored
-        if s.failed and s.failure.rows:
-            return s.failure
-        return s.record
+        return _shown(self.stored)
 
     def problem(self) -> Problem | None:
         """What a reader must be told about these results before trusting a number."""
-        s, name = self.stored, self.experiment
+        return self._problem(self.stored)
+
+    def large_problem(self) -> Problem | None:
+        """The same about the large pass's results, where there is one."""
+        return self._problem(self.large) if self.large is not None else None
+
+    def _problem(self, s: Stored) -> Problem | None:
+        name, which = self.experiment, " (the large pass)" if s.part == "large" else ""
         if s.state == "fresh":
             return None
         if s.state == "corrupt":
             text = str(s.unreadable).replace(f"{self.root.as_posix()}/", "") if self.root else str(s.unreadable)
         elif s.state == "failed":
-            text = (f"{name} on {self.gpu}: the last run failed ({s.failure.failed_at}): {s.failure.error}; "
-                    f"fix it and run `{run_command(name)}`")
+            text = (f"{name}{which} on {self.gpu}: the last run failed ({s.failure.failed_at}): {s.failure.error}; "
+                    f"fix it and run `{s.command}`")
         elif s.state == "missing":
-            text = f"{name} has no results on {self.gpu}; on that GPU run `{run_command(name)}`"
+            text = f"{name} has no results{which} on {self.gpu}; on that GPU run `{s.command}`"
         else:
             date = s.record.provenance.date[:10] if s.record.provenance else "?"
-            text = (f"{name} on {self.gpu}: results of {date} are stale ({s.reason()}); "
-                    f"on that GPU run `{run_command(name)}`")
-        return Problem(s.state, text, name, self.gpu)
+            text = (f"{name}{which} on {self.gpu}: results of {date} are stale ({s.reason()}); "
+                    f"on that GPU run `{s.command}`")
+        return Problem(s.state, text, name, self.gpu, s.part)
 
     def require(self) -> Record:
         """The record to draw from, or the Problem that there is none."""
@@ -127,8 +136,15 @@ class View:
         return (max if slowest else min)(rows, key=metrics.median_ms)
 
     def rows(self, kind: str | None = None, timed: bool = True) -> list[Row]:
+        """The main pass's rows; untimed ones include the large pass's, which take the place of
+        any row at the same case in a main record that predates the large pass (format 5)."""
         record = self.record
-        return [r for r in (record.rows if record else []) if (kind is None or r.kind == kind) and r.timed == timed]
+        rows = record.rows if record else []
+        large = _shown(self.large) if self.large is not None and not timed else None
+        if large is not None and large is not record:
+            theirs = set(self.large_cases)
+            rows = [r for r in rows if r.case not in theirs] + [r for r in large.rows if r.case in theirs]
+        return [r for r in rows if (kind is None or r.kind == kind) and r.timed == timed]
 
     def phases(self, case: str) -> list[Row]:
         """A whole program's phases at ``case``, each verified and timed (a Problem otherwise)."""
@@ -185,5 +201,17 @@ class Results:
                                     f"(have {', '.join(sorted(self.keys.names()))})", experiment)
         key = (experiment, gpu)
         if key not in self._views:
-            self._views[key] = View(Stored.read(self.store, experiment, gpu, self.keys), self.root)
+            view = View(Stored.read(self.store, experiment, gpu, self.keys), self.root)
+            if "large" in self.keys[experiment].parts:
+                view.large = Stored.read(self.store, experiment, gpu, self.keys, "large")
+                view.large_cases = self.keys[experiment].large_cases
+            self._views[key] = view
         return self._views[key]
+
+
+def _shown(s: Stored) -> Record | None:
+    """What a pass's tables draw from: a failed run's rows where it got that far, else the last
+    good results (None when there are none, or the file is unreadable)."""
+    if s.failed and s.failure.rows:
+        return s.failure
+    return s.record

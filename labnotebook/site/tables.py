@@ -196,8 +196,9 @@ def checks_table(view: View, note: Note) -> str:
     per kernel or baseline (its name set vertically, so a dozen fit), each cell what happened."""
     timed = set(view.cases())
     rows = [r for r in view.rows(timed=False) if r.case not in timed]
+    large = large_pass(view, note)
     if not rows:
-        return ""
+        return large
     names = list(dict.fromkeys(r.name for r in rows))
     mark = {"ok": "✓", "failed": "✗", "xfail": "✗ expected", "skipped": "–"}
     head = ["case"] + [f'<span class="nb-vertical">{cell(n)}</span>' for n in names]
@@ -220,7 +221,36 @@ def checks_table(view: View, note: Note) -> str:
         where = "; ".join(f"at {', '.join(cell(fmt.case(c)) for c in cases)}: {fmt.superscripts(cell(error))}"
                           for error, cases in errors.items())
         items.append(f"- `{n}` {words[status]} {where}")
-    return f'<div class="nb-checks" markdown>\n\n{table(head, lines)}\n\n</div>\n\n' + "\n".join(items) + "\n"
+    return (f'<div class="nb-checks" markdown>\n\n{table(head, lines)}\n\n</div>\n\n' + "\n".join(items) + "\n"
+            + ("\n" + large if large else ""))
+
+
+def large_pass(view: View, note: Note) -> str:
+    """Which cases ran in the large pass, and when (or that they did not), for a view that has one."""
+    if view.large is None or not view.large_cases:
+        return ""
+    problem = view.large_problem()
+    if problem is not None:
+        note(problem)
+    s, gpu = view.large, cell(view.gpu)
+    cases = ", ".join(cell(fmt.case(c)) for c in view.large_cases)
+    record = s.record
+    date = record.provenance.date[:10] if record is not None and record.provenance else "?"
+    one = len(view.large_cases) == 1
+    if s.state == "fresh" and record.part == "main":  # a record made before the large pass
+        when = f"on {gpu} {'it' if one else 'they'} ran with the others on {date}"
+    elif s.state == "fresh":
+        when = f"on {gpu} {'it' if one else 'they'} ran on {date}" + (f", in {fmt.sig(record.wall_s, 2)} s" if record.wall_s else "")
+    elif s.state == "stale":
+        when = f"what is shown for {gpu} ran on {date} and is stale"
+    elif s.state == "failed":
+        when = f"on {gpu} its last run failed" + (f"; what is shown ran on {date}" if record else "")
+    elif s.state == "missing":
+        when = f"on {gpu} none are on record"
+    else:
+        when = f"on {gpu} its results file cannot be read"
+    return (f"The {'case' if one else 'cases'} of {fmt.superscripts('2^31')} elements and more "
+            f"({cases}) {'runs' if one else 'run'} in a pass of {'its' if one else 'their'} own, `{s.command}`, which a default refresh leaves out: {when}.\n")
 
 
 def provenance(view: View) -> str:
