@@ -141,7 +141,7 @@ class View:
         record = self.record
         rows = record.rows if record else []
         large = _shown(self.large) if self.large is not None and not timed else None
-        if large is not None and large is not record:
+        if large is not None:
             theirs = set(self.large_cases)
             rows = [r for r in rows if r.case not in theirs] + [r for r in large.rows if r.case in theirs]
         return [r for r in rows if (kind is None or r.kind == kind) and r.timed == timed]

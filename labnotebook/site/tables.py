@@ -227,7 +227,7 @@ def checks_table(view: View, note: Note) -> str:
 
 def large_pass(view: View, note: Note) -> str:
     """Which cases ran in the large pass, and when (or that they did not), for a view that has one."""
-    if view.large is None or not view.large_cases:
+    if view.large is None:
         return ""
     problem = view.large_problem()
     if problem is not None:
