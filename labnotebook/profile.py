@@ -27,6 +27,9 @@ METRICS = {
     "dram_gbs": "dram__bytes.sum.per_second",
     "dram_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
     "memory_pct": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    # Two of the units memory_pct is the busiest of (DRAM is dram_pct): which one limits.
+    "l1_pct": "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    "l2_pct": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
     "sm_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
     "l1_hit_pct": "l1tex__t_sector_hit_rate.pct",
     "l2_hit_pct": "lts__t_sector_hit_rate.pct",

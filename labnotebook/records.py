@@ -187,6 +187,8 @@ class KernelProfile:
     dram_gbs: float | None = None  # DRAM bytes read + written per second
     dram_pct: float | None = None  # DRAM throughput, % of peak
     memory_pct: float | None = None  # speed of light, memory: the busiest memory unit, % of peak
+    l1_pct: float | None = None  # the L1/TEX cache (shared memory too) busy, % of its peak
+    l2_pct: float | None = None  # the L2 cache busy, % of its peak
     sm_pct: float | None = None  # speed of light, compute (SM): the busiest pipeline, % of peak
     l1_hit_pct: float | None = None
     l2_hit_pct: float | None = None
@@ -214,6 +216,14 @@ class KernelProfile:
         if max(self.memory_pct, self.sm_pct) < SOL_THRESHOLD_PCT:
             return "latency"
         return "memory" if self.memory_pct >= self.sm_pct else "compute"
+
+    @property
+    def busiest_memory(self) -> tuple[str, float] | None:
+        """Which of L1 (with shared memory), L2 and DRAM is busiest, and how busy: the unit
+        behind ``memory_pct``. None for a profile taken before the units were recorded."""
+        units = [(u, pct) for u, pct in (("L1", self.l1_pct), ("L2", self.l2_pct), ("DRAM", self.dram_pct))
+                 if pct is not None]
+        return max(units, key=lambda u: u[1]) if len(units) == 3 else None
 
 
 @dataclass(frozen=True)

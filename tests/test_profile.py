@@ -136,6 +136,52 @@ def test_each_kernel_is_profiled_at_the_headline_or_its_largest_timed_case():
     assert dataclasses.replace(exp, headline=None).profile_case(kernel.name) == "big"
 
 
+def test_a_kernel_that_cannot_take_the_headline_is_profiled_at_the_largest_case_it_takes():
+    """softmax's warp-per-row rung takes rows of up to 1024 columns, the headline has 8192: it
+    is profiled where it ran, not left without a profile."""
+    import dataclasses
+
+    from labnotebook import Case, Headline, Unsupported
+    from labnotebook.experiments import load
+    from labnotebook.run.profiled import profile_case
+
+    exp = load(FAULTS / "snippets" / "wrong_answer")
+    kernel = exp.kernels[0]
+
+    def upto(limit):
+        def launch(case):
+            if case.n > limit:
+                raise Unsupported(f"at most {limit} elements")
+            return kernel.launch(case)
+        return dataclasses.replace(kernel, launch=launch)
+
+    cases = [Case("head", n=8), Case("s1", n=1), Case("s2", n=2), Case("s4", n=4)]
+    exp = dataclasses.replace(exp, cases=cases, headline=Headline(case="head", baseline="torch"))
+    assert profile_case(exp, kernel.name) == "head"  # takes it: the headline, as declared
+    assert profile_case(dataclasses.replace(exp, kernels=[upto(2)]), kernel.name) == "s2"
+    assert profile_case(dataclasses.replace(exp, kernels=[upto(4)]), kernel.name) == "s4"
+    timed = dataclasses.replace(upto(4), timed_cases=("head", "s1"))  # only where it is timed
+    assert profile_case(dataclasses.replace(exp, kernels=[timed]), kernel.name) == "s1"
+    # It takes no case: the headline stays, where the pass records the kernel's own reason.
+    assert profile_case(dataclasses.replace(exp, kernels=[upto(0)]), kernel.name) == "head"
+
+
+def test_the_busiest_memory_unit_is_read_and_named():
+    from labnotebook.records import KernelProfile
+
+    k = KernelProfile("mm", memory_pct=85.0, sm_pct=50.0, l1_pct=85.0, l2_pct=30.0, dram_pct=2.0)
+    assert k.limiter == "memory" and k.busiest_memory == ("L1", 85.0)
+    assert KernelProfile("add", l1_pct=30.0, l2_pct=60.0, dram_pct=91.0).busiest_memory == ("DRAM", 91.0)
+    assert KernelProfile("old", memory_pct=85.0, dram_pct=2.0).busiest_memory is None  # before the units
+    header = HEADER.replace('"sm__throughput', '"l1tex__throughput.avg.pct_of_peak_sustained_active",'
+                            '"lts__throughput.avg.pct_of_peak_sustained_elapsed","sm__throughput')
+    units = UNITS.replace('"%","%","%"', '"%","%","%","%","%"', 1)
+    row = line(0, "mm", 5, 0.1, 85.0, 50.0, number=4).replace('"85.0","50.0"', '"85.0","85.0","30.0","50.0"')
+    text = "\n".join([header, units, row])
+    k = launches(text)[4][0]
+    assert (k.l1_pct, k.l2_pct, k.memory_pct, k.dram_pct) == (85.0, 30.0, 85.0, 85.0)
+
+
 def test_units_as_ncu_2023_and_later_print_them():
     """ncu >= 2023 abbreviates units: --csv (base units) prints "ns" and "byte/s"; auto scaling
     prints e.g. "us" and "Gbyte/s". Older ncu printed "nsecond" and "byte/second"."""

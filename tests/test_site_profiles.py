@@ -84,6 +84,46 @@ def test_the_gain_sentence_takes_every_direction_from_the_data():
     assert "DRAM throughput falls from 92.0% to 55.0%" in flipped and "memory-bound to latency-bound" in flipped
 
 
+def test_a_memory_bound_kernel_names_its_unit_and_the_gain_follows_the_unit_beyond_dram():
+    """A tiled matmul is memory-bound on L1 and shared memory with DRAM nearly idle: the DRAM
+    figure alone would not say why."""
+    tiled = KernelProfile("k1", dram_pct=30.0, memory_pct=80.0, l1_pct=80.0, l2_pct=40.0, sm_pct=70.0)
+    blocked = KernelProfile("k2", dram_pct=7.0, memory_pct=62.0, l1_pct=40.0, l2_pct=62.0, sm_pct=50.0)
+    assert profiles.limiter(tiled) == "memory-bound (L1 and shared memory)"
+    assert profiles.limiter(blocked) == "memory-bound (L2)"
+    assert profiles.limiter(KernelProfile("old", dram_pct=7.0, memory_pct=80.0, sm_pct=50.0)) == "memory-bound"
+    text = profiles.gain(_view(tiled, blocked), "1_slow", "2_fast")
+    assert "the busiest memory unit moves from L1 and shared memory (80.0% of peak) to L2 (62.0%)" in text
+    same = profiles.gain(_view(tiled, dataclasses.replace(tiled, l1_pct=90.0, memory_pct=90.0)), "1_slow", "2_fast")
+    assert "L1 and shared memory, the busiest memory unit, rises from 80.0% to 90.0% of peak" in same
+    dram = KernelProfile("k3", dram_pct=90.0, memory_pct=90.0, l1_pct=20.0, l2_pct=50.0, sm_pct=10.0)
+    assert "busiest memory unit" not in profiles.gain(_view(dram, dram), "1_slow", "2_fast")  # DRAM says it
+
+
+def test_a_rung_profiled_at_a_case_of_its_own_is_not_compared_with_the_rung_before():
+    k = KernelProfile("k", dram_pct=80.0, memory_pct=80.0, sm_pct=10.0, achieved_occupancy_pct=50.0)
+    rec = record("x", H100, "h", rows(), profile=ProfilePass("ok", profiles={
+        "1_slow": Profile("2^20", [k]), "2_short_rows": Profile("2^10", [k]), "3_fast": Profile("2^20", [k])}))
+    rec.kernels = {n: rec.kernels.get(n) for n in ("1_slow", "2_short_rows", "3_fast")}
+    out = profiles.ladder(View(Stored("x", H100, rec, None, None)), lambda p: None)
+    lines = out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("- `2_short_rows` is profiled at 2¹⁰, the largest case it takes")
+    assert lines[1].startswith("- From `1_slow` to `3_fast`")
+
+
+def test_a_roof_point_is_held_to_the_roof_above_it():
+    from labnotebook.site.plots import RoofPoint
+
+    roofs = {"FP32 FMA": 60.0, "tensor cores": 700.0}
+    add = RoofPoint("vec_add", "1_add", "kernel", "2^28", 1 / 12, 0.23)
+    assert add.roof(3000.0, roofs) == ("copy", 0.25)
+    sgemm = RoofPoint("matmul", "8", "kernel", "4096³", 683.0, 43.7)
+    assert sgemm.roof(3000.0, roofs) == ("FP32 FMA", 60.0)
+    hgemm = RoofPoint("matmul_fp16", "3", "kernel", "4096³", 1024.0, 291.0)
+    assert hgemm.roof(3000.0, roofs) == ("tensor cores", 700.0)
+    assert RoofPoint("x", "over", "kernel", "c", 1024.0, 800.0).roof(3000.0, roofs) == ("tensor cores", 700.0)
+
+
 def test_the_dashboard_names_each_headline_rows_limiter_on_the_notebooks_gpu(ctx):
     lines = {(line.experiment, line.name): line for line in dashboard.lines(ctx)}
     assert lines[("fresh", "1_copy")].limiter == "memory-bound"
@@ -112,6 +152,9 @@ def test_the_roofline_draws_measured_roofs_and_every_kernel_that_declares_its_in
     out = macros.roofline(c)
     assert out.count("<svg") == 2 and "Roofline of the H100 80GB HBM3" in out
     assert "2 kernels and baselines" in out and "60.0 TFLOP/s" in out and "3,000 GB/s" in out
+    # Under each chart, every point's figures: 1/8 flop a byte at 3,000 GB/s is a roof of 0.375 TFLOP/s.
+    assert out.count('??? note "Every point on the') == 2 and "| fresh · `1_copy` |" in out
+    assert "| 0.125 |" in out and "| copy |" in out
     assert any("stale" in w for w in ctx.warnings)  # the stale entry is left off, and said so
 
 

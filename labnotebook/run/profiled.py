@@ -1,5 +1,5 @@
 """The worker's side of the profile pass: each kernel and GPU baseline of one or more experiments
-launched once at its profile case (``Experiment.profile_case``), for Nsight Compute to measure
+launched once at its profile case (``profile_case``), for Nsight Compute to measure
 (``labnotebook.profile`` runs ncu and reads its report).
 
 One worker under one ncu session profiles every experiment the build hands it: ncu's start-up,
@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import NotebookError
 from ..experiments import load
-from .declare import Case, Experiment, Unsupported
+from .declare import Case, Experiment, Kernel, Unsupported
 from . import protocol
 from .execute import CaseArrays, CaseError, FatalCudaError, Runnable, Runner, host_call, module_installed
 
@@ -72,12 +72,36 @@ def profile_launches(exp: Experiment, folder: Path, root: Path, cubin_cache: Pat
             runner.compile(Path(build_dir))
             runnables = runner.runnables()
             for case in exp.cases:
-                mine = [r for r in runnables if exp.profile_case(r.name) == case.name]
+                mine = [r for r in runnables if profile_case(exp, r.name) == case.name]
                 if mine:
                     _profile_case(runner, case, mine, numbers, account)
     finally:
         runner.close()
     return account
+
+
+def profile_case(exp: Experiment, name: str) -> str | None:
+    """Where ``name`` is profiled: ``Experiment.profile_case`` (the headline case, else the largest
+    it is timed at), unless ``name`` is a CUDA kernel whose ``launch()`` declares that case
+    Unsupported; then the largest case it is timed at whose launch it takes, so that a rung
+    made for other shapes (softmax's warp per row, up to 1024 columns) still has a profile.
+    ``launch()`` runs on the host alone, so the choice costs no input and no GPU."""
+    case = exp.profile_case(name)
+    kernel = next((k for k in exp.kernels if k.name == name and isinstance(k, Kernel)), None)
+    if case is None or kernel is None or _takes(kernel, next(c for c in exp.cases if c.name == case)):
+        return case
+    timed = [c for c in exp.cases if kernel.timed_cases is None or c.name in kernel.timed_cases]
+    return next((c.name for c in reversed(timed) if _takes(kernel, c)), case)
+
+
+def _takes(kernel: Kernel, case: Case) -> bool:
+    try:
+        kernel.launch(case)
+    except Unsupported:
+        return False
+    except Exception:  # anything else is the profiled launch's to report, where it happens
+        return True
+    return True
 
 
 def _profile_case(runner: Runner, case: Case, runnables: list[Runnable], numbers: Iterator[int],

@@ -215,8 +215,8 @@ def roofline(ctx, tensor=None):
     """A roofline per GPU. Its memory roof is the copy bandwidth and its FP32 roof the FMA
     microbenchmark, both measured by the ceilings run on that GPU; ``tensor`` = (experiment,
     [baselines]) names the library runs whose best TFLOP/s is drawn as the tensor-core roof.
-    Each kernel and GPU baseline that declares its arithmetic intensity is placed at its
-    profile case (``Experiment.profile_case``)."""
+    Each kernel and GPU baseline that declares its arithmetic intensity is placed at the case
+    it was profiled at (``run/profiled.py: profile_case``), its timed median there."""
     charts = []
     for gpu in ctx.gpus:
         roofs_record = ctx.view(CEILINGS, gpu).require()
@@ -225,7 +225,7 @@ def roofline(ctx, tensor=None):
             lacking = "FP32 FMA rate" if fma is None else "copy bandwidth"
             raise Problem("absent", f"the ceilings on {gpu} hold no {lacking} (measured by runs since the "
                                     f"roofline was added): run `{run_command(CEILINGS)}` there", CEILINGS, gpu)
-        roofs = {"FP32 FMA (CUDA cores)": fma}
+        roofs = {"FP32 FMA": fma}
         if tensor:
             experiment, names = tensor
             rows = [r for r in ctx.view(experiment, gpu).require().rows
@@ -233,9 +233,24 @@ def roofline(ctx, tensor=None):
             if not rows:
                 raise Problem("absent", f"{experiment} on {gpu} has no timed row of {', '.join(names)}", experiment, gpu)
             best_row = max(rows, key=lambda r: metrics.throughput(r)[0])
-            roofs[f"fp16 tensor cores: best of {best_row.name}"] = metrics.throughput(best_row)[0]
-        charts.append(plots.figure(plots.roofline(gpu, copy, roofs, _roof_points(ctx, gpu))))
+            roofs[f"tensor cores ({best_row.name})"] = metrics.throughput(best_row)[0]
+        points = _roof_points(ctx, gpu)
+        charts.append(plots.figure(plots.roofline(gpu, copy, roofs, points)) + "\n\n" + _roof_table(gpu, copy, roofs, points))
     return "\n\n".join(charts) + "\n"
+
+
+def _roof_table(gpu, copy, roofs, points) -> str:
+    """Every point of a roofline as a row, with the roof above it and its share of that roof:
+    the figures behind points the chart draws on top of each other."""
+    rows = []
+    for p in points:
+        roof, height = p.roof(copy, roofs)
+        rows.append([f"{p.experiment} · `{p.name}`", cell(fmt.case(p.case)), fmt.sig(p.intensity),
+                     fmt.sig(p.tflops), roof, fmt.percent(100 * p.tflops / height), p.limiter])
+    body = tables.table(["entry · kernel", "case", "flops per byte", "TFLOP/s", "roof above it", "share of that roof",
+                         "limiter (Nsight Compute)"], rows)
+    return (f'??? note "Every point on the {tables.short(gpu)}\'s roofline, with its share of the roof above it"\n'
+            + _indent(body) + "\n")
 
 
 def _roof_points(ctx, gpu) -> list[plots.RoofPoint]:
@@ -248,13 +263,18 @@ def _roof_points(ctx, gpu) -> list[plots.RoofPoint]:
             continue
         exp = ctx.results.declaration(experiment)
         for name in exp.runnable_names():
-            case = exp.profile_case(name)
+            profiled = view.record.profile.profiles.get(name) if view.record.profile else None
+            case = profiled.case if profiled and profiled.main else exp.profile_case(name)
             row = view.record.row(name, case) if case else None
             if row is None or not row.ok or not row.time or not row.intensity or row.device == "cpu":
                 continue
             value, unit = metrics.throughput(row)
             tflops = value if unit == "TFLOP/s" else value * row.intensity / 1e3
-            points.append(plots.RoofPoint(experiment, name, row.kind, row.intensity, tflops))
+            try:
+                limiter = profiles.limiter(profiles.profile_of(view, name).main)
+            except Problem:  # no profile, or a stale one: the point stands, its limiter is unknown
+                limiter = "–"
+            points.append(plots.RoofPoint(experiment, name, row.kind, case, row.intensity, tflops, limiter))
     return points
 
 

@@ -27,6 +27,7 @@ from .tables import Note, note_failure  # noqa: E402
 
 LEGIBLE_PX = 11  # the smallest text a reader should have to read, on any screen
 WIDTH = 6.4  # inches: narrow, so a chart is not scaled down much on a phone
+ROOFLINE_WIDTH = 4.0  # inches: the roofline fits a phone's 360 px at LEGIBLE_PX, without scrolling
 
 
 def _svg(fig) -> str:
@@ -201,6 +202,11 @@ def ceiling_chart(entries: list[tuple[str, dict[str, float | None]]], gpus: list
         return _svg(fig)
 
 
+def _fitted(label: str, width: int = 28) -> str:
+    """A legend label broken before its figure where it would not fit inside the roofline's axes."""
+    return label if len(label) <= width else label.replace(": ", ":\n", 1)
+
+
 @dataclass
 class RoofPoint:
     """One kernel or baseline on a roofline: flops per byte of its least traffic, and TFLOP/s."""
@@ -208,28 +214,42 @@ class RoofPoint:
     experiment: str
     name: str
     kind: str  # "kernel" or "baseline"
+    case: str
     intensity: float
     tflops: float
+    limiter: str = "–"  # by its profile, in words
+
+    def roof(self, copy_gbs: float, roofs: dict[str, float]) -> tuple[str, float]:
+        """The roof above this point and its height here: the memory roof (the copy bandwidth
+        times the intensity) or, where that is higher, the lowest compute roof the point is
+        under (a tensor-core kernel above the FP32 roof is held to the tensor-core one)."""
+        above = [kv for kv in sorted(roofs.items(), key=lambda kv: kv[1]) if kv[1] >= self.tflops]
+        name, tflops = above[0] if above else max(roofs.items(), key=lambda kv: kv[1])
+        memory = copy_gbs * self.intensity / 1e3
+        return ("copy", memory) if memory < tflops else (name, tflops)
 
 
 def roofline(gpu: str, copy_gbs: float, roofs: dict[str, float], points: list[RoofPoint]) -> str:
     """Log-log roofline: the memory roof (the copy bandwidth, a slope), each compute roof
-    (``roofs``: label -> TFLOP/s, flat), and a point per kernel, coloured by entry."""
+    (``roofs``: label -> TFLOP/s, flat), and a point per kernel, coloured by entry. Drawn narrow
+    enough to fit a phone at legible size: the roofs are named in the empty corner above the
+    slope, the entries below the chart in two columns."""
     if not points:
         raise Problem("absent", f"no kernel on {gpu} declares its arithmetic intensity and has a timed row")
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(WIDTH, 5.2))
+        fig, ax = plt.subplots(figsize=(ROOFLINE_WIDTH, 4.4))
         top = max(roofs.values()) if roofs else max(p.tflops for p in points) * 2
         lo = min(min(p.intensity for p in points), 0.05) / 2
         hi = max(max(p.intensity for p in points), top * 1e3 / copy_gbs) * 2
-        ax.plot([lo, top * 1e3 / copy_gbs], [lo * copy_gbs / 1e3, top], color=INK, linewidth=1.5,
-                label=f"memory: copy, {fmt.rate(copy_gbs, 'GB/s')}")
+        lines = ax.plot([lo, top * 1e3 / copy_gbs], [lo * copy_gbs / 1e3, top], color=INK, linewidth=1.5,
+                        label=f"copy: {fmt.rate(copy_gbs, 'GB/s')}")
         for (name, tflops), style in zip(sorted(roofs.items(), key=lambda kv: kv[1]), ("--", ":", "-.")):
             ridge = tflops * 1e3 / copy_gbs
-            ax.plot([ridge, hi], [tflops, tflops], color=INK, linestyle=style, linewidth=1.5,
-                    label=f"{name}, {fmt.sig(tflops)} TFLOP/s")
+            lines += ax.plot([ridge, hi], [tflops, tflops], color=INK, linestyle=style, linewidth=1.5,
+                             label=_fitted(f"{name}: {fmt.sig(tflops)} TFLOP/s"))
         entries = list(dict.fromkeys(p.experiment for p in points))
         colours = plt.get_cmap("tab10")
+        marks = []
         for i, entry in enumerate(entries):
             mine = [p for p in points if p.experiment == entry]
             shape = "osD^"[i // 10 % 4]  # ten colours, then the next shape
@@ -237,15 +257,18 @@ def roofline(gpu: str, copy_gbs: float, roofs: dict[str, float], points: list[Ro
                 sel = [p for p in mine if p.kind == kind]
                 if sel:
                     first = kind == "kernel" or not any(p.kind == "kernel" for p in mine)
-                    ax.scatter([p.intensity for p in sel], [p.tflops for p in sel], marker=marker, s=28,
-                               color=colours(i % 10), label=entry if first else None, zorder=3)
+                    dots = ax.scatter([p.intensity for p in sel], [p.tflops for p in sel], marker=marker, s=28,
+                                      color=colours(i % 10), label=entry if first else None, zorder=3)
+                    marks += [dots] if first else []
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_ylim(top=top * 25)  # room above the highest roof for the roofs' legend
         _plain_log_ticks(ax.xaxis, 10)
         _plain_log_ticks(ax.yaxis, 10)
-        ax.set_xlabel("flops per byte of the least traffic (log scale)")
-        ax.set_ylabel("TFLOP/s (log scale)")
-        ax.set_title(f"Roofline of the {gpu.removeprefix('NVIDIA ')}: roofs measured, "
-                     f"{len(points)} kernels and baselines\n(● our kernels, × libraries)")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+        ax.set_xlabel("flops per byte of the least traffic")
+        ax.set_ylabel("TFLOP/s")
+        ax.set_title(f"Roofline of the {gpu.removeprefix('NVIDIA ')}\n"
+                     f"{len(points)} kernels and baselines (● ours, × libraries)")
+        ax.add_artist(ax.legend(handles=lines, loc="upper left", handlelength=2.2, borderaxespad=0.3))
+        ax.legend(handles=marks, loc="upper center", bbox_to_anchor=(0.45, -0.13), ncol=2, columnspacing=1.2)
         return _svg(fig)

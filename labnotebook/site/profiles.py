@@ -34,6 +34,7 @@ STALLS = {
     "misc": "other",
 }
 LIMITERS = {"memory": "memory-bound", "compute": "compute-bound", "latency": "latency-bound"}
+UNITS = {"L1": "L1 and shared memory", "L2": "L2", "DRAM": "DRAM"}
 
 
 def stall(reason: str) -> str:
@@ -75,7 +76,21 @@ def _stalls(k: KernelProfile, top: int = 2) -> str:
 
 
 def limiter(k: KernelProfile) -> str:
-    return LIMITERS.get(k.limiter or "", "–")
+    """"memory-bound (DRAM)", "compute-bound", "latency-bound": a memory-bound kernel names the
+    unit that bounds it where its profile recorded the units."""
+    words = LIMITERS.get(k.limiter or "", "–")
+    if k.limiter == "memory" and k.busiest_memory:
+        words += f" ({UNITS[k.busiest_memory[0]]})"
+    return words
+
+
+def _memory(k: KernelProfile) -> str:
+    """The busiest memory unit and how busy, "L2 85.1%"; the speed-of-light figure alone in a
+    profile taken before the units were recorded."""
+    if k.busiest_memory:
+        unit, pct = k.busiest_memory
+        return f"{unit} {fmt.percent(pct)}"
+    return _pct(k.memory_pct)
 
 
 def profile_table(view: View, note: Note) -> str:
@@ -83,7 +98,7 @@ def profile_table(view: View, note: Note) -> str:
     then what kept its warps waiting (occupancy, registers, stalls): two tables, so that each
     fits a page without scrolling."""
     record = require_pass(view)
-    where = (["kernel", "case", "limiter", "time under ncu", "DRAM", "L1 / L2 hit", "SM busy"], [])
+    where = (["kernel", "case", "limiter", "time under ncu", "memory busy", "DRAM", "L1 / L2 hit", "SM busy"], [])
     warps = (["kernel", "occupancy (achieved / theoretical)", "registers", "warps mostly stalled on"], [])
     order = list(record.kernels) + [n for n in record.profile.profiles if n not in record.kernels]
     for name in order:
@@ -93,13 +108,13 @@ def profile_table(view: View, note: Note) -> str:
             why = p.error if p else "not profiled"
             if name in record.kernels and record.kernels[name].language == "cuda":
                 note(Problem("unprofiled", f"{view.experiment}/{name} on {view.gpu} has no profile: {why}", view.experiment))
-            where[1].append([f"`{name}`", cell(fmt.case(p.case)) if p else "–", f"– {cell(why)}", *["–"] * 4])
+            where[1].append([f"`{name}`", cell(fmt.case(p.case)) if p else "–", f"– {cell(why)}", *["–"] * 5])
             warps[1].append([f"`{name}`", *["–"] * 3])
             continue
         launches = f" ({len(p.launches)} kernels)" if len(p.launches) > 1 else ""
         where[1].append([
             f"`{name}`", cell(fmt.case(p.case)), f"**{limiter(k)}**",
-            fmt.duration(p.duration_ns / 1e6) + launches if p.duration_ns else "–",
+            fmt.duration(p.duration_ns / 1e6) + launches if p.duration_ns else "–", _memory(k),
             f"{fmt.rate(k.dram_gbs, 'GB/s')} ({_pct(k.dram_pct)})" if k.dram_gbs is not None else _pct(k.dram_pct),
             f"{_pct(k.l1_hit_pct)} / {_pct(k.l2_hit_pct)}", _pct(k.sm_pct)])
         warps[1].append([f"`{name}`", f"{_pct(k.achieved_occupancy_pct)} / {_pct(k.theoretical_occupancy_pct)}",
@@ -109,15 +124,18 @@ def profile_table(view: View, note: Note) -> str:
     out += (f"\n\n*Nsight Compute {version or ''}, one launch of each at the case shown, at the GPU's own clocks (not locked): "
             "its times are not the timed medians above. A library call that launches several kernels is "
             "described by its longest one. The limiter is ncu's speed-of-light rule: memory- or compute-bound "
-            "by whichever is busier, latency-bound when neither reaches 60% of its peak.*")
+            "by whichever is busier, latency-bound when neither reaches 60% of its peak. *Memory busy* is the "
+            "busiest of L1 (shared memory included), L2 and DRAM, as a share of that unit's peak; *SM busy* the "
+            "SMs' busiest pipe.*")
     return out + caption([view])
 
 
 def gain(view: View, a: str, b: str) -> str:
-    """A sentence on what changed, by the profile, from rung ``a`` to rung ``b``: DRAM throughput,
-    occupancy and the leading stall, each direction word chosen by the data."""
+    """A sentence on what changed, by the profile, from rung ``a`` to rung ``b``: the busiest
+    memory unit (where it is not DRAM in both), DRAM throughput, occupancy, the busiest pipe and
+    the leading stall, each direction word chosen by the data."""
     ka, kb = profile_of(view, a).main, profile_of(view, b).main
-    parts = []
+    parts = [_memory_change(ka, kb)] if _beyond_dram(ka, kb) else []
     for label, x, y in (("DRAM throughput", ka.dram_pct, kb.dram_pct),
                         ("achieved occupancy", ka.achieved_occupancy_pct, kb.achieved_occupancy_pct),
                         ("the SMs' busiest pipe", ka.sm_pct, kb.sm_pct)):
@@ -134,14 +152,43 @@ def gain(view: View, a: str, b: str) -> str:
             if parts else f"From `{a}` to `{b}`: {limiter(ka)} to {limiter(kb)}.")
 
 
+def _beyond_dram(ka: KernelProfile, kb: KernelProfile) -> bool:
+    """Whether both record their memory units and DRAM is not the busiest of both: otherwise
+    the DRAM clause says it all."""
+    units = [k.busiest_memory for k in (ka, kb)]
+    return all(units) and any(u[0] != "DRAM" for u in units)
+
+
+def _memory_change(ka: KernelProfile, kb: KernelProfile) -> str:
+    (ua, xa), (ub, xb) = ka.busiest_memory, kb.busiest_memory
+    if ua != ub:
+        return f"the busiest memory unit moves from {UNITS[ua]} ({fmt.percent(xa)} of peak) to {UNITS[ub]} ({fmt.percent(xb)})"
+    verb = "rises" if xb > xa + 0.5 else "falls" if xb < xa - 0.5 else "stays"
+    return (f"{UNITS[ub]}, the busiest memory unit, {verb} from {fmt.percent(xa)} to {fmt.percent(xb)} of peak"
+            if verb != "stays" else f"{UNITS[ub]}, the busiest memory unit, stays at {fmt.percent(xb)} of peak")
+
+
+def alone(view: View, name: str) -> str:
+    """A sentence on a kernel profiled at a case no earlier rung was: where, and what limits it."""
+    p = profile_of(view, name)
+    k = p.main
+    return (f"`{name}` is profiled at {fmt.case(p.case)}, the largest case it takes: {limiter(k)}, "
+            f"memory busy {_memory(k)}, DRAM {_pct(k.dram_pct)} of peak, SM busy {_pct(k.sm_pct)}.")
+
+
 def ladder(view: View, note: Note) -> str:
-    """The gain sentences for each consecutive pair of profiled CUDA or Python-DSL kernels."""
+    """The gain sentences, each CUDA or Python-DSL kernel against the rung before it profiled at
+    the same case; a rung profiled at a case of its own gets a sentence of its own."""
     record = require_pass(view)
     names = [n for n in record.kernels if (p := record.profile.profiles.get(n)) and p.main is not None]
+    case = {n: record.profile.profiles[n].case for n in names}
     lines = []
-    for a, b in zip(names, names[1:]):
+    for i, b in enumerate(names):
+        a = next((a for a in reversed(names[:i]) if case[a] == case[b]), None)
+        if a is None and i == 0:
+            continue
         try:
-            lines.append("- " + gain(view, a, b))
+            lines.append("- " + (gain(view, a, b) if a else alone(view, b)))
         except Problem as p:
             note(p)
     return "\n".join(lines)
