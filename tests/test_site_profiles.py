@@ -73,7 +73,7 @@ def test_the_gain_sentence_takes_every_direction_from_the_data():
     fast = KernelProfile("k2", dram_pct=92.0, memory_pct=92.0, sm_pct=10.2, achieved_occupancy_pct=85.0,
                          stalls={"dispatch_stall": 0.1, "lg_throttle": 0.5, "long_scoreboard": 0.4})
     text = profiles.gain(_view(slow, fast), "1_slow", "2_fast")
-    assert text.startswith("From `1_slow` to `2_fast` (latency-bound to memory-bound)")
+    assert text.startswith("From `1_slow` (latency-bound) to `2_fast` (memory-bound)")
     assert "DRAM throughput rises from 55.0% to 92.0% of peak" in text
     assert "achieved occupancy rises from 40.0% to 85.0%" in text
     assert "the SMs' busiest pipe stays at 10.2% of peak" in text
@@ -81,21 +81,23 @@ def test_the_gain_sentence_takes_every_direction_from_the_data():
         in text
     assert profiles._stalls(fast) == "global-memory instruction queue full 50.0%; waiting for global memory 40.0%"
     flipped = profiles.gain(_view(fast, slow), "1_slow", "2_fast")
-    assert "DRAM throughput falls from 92.0% to 55.0%" in flipped and "memory-bound to latency-bound" in flipped
+    assert "DRAM throughput falls from 92.0% to 55.0%" in flipped and "(memory-bound) to `2_fast` (latency-bound)" in flipped
 
 
 def test_a_memory_bound_kernel_names_its_unit_and_the_gain_follows_the_unit_beyond_dram():
-    """A tiled matmul is memory-bound on L1 and shared memory with DRAM nearly idle: the DRAM
+    """A tiled matmul is memory-bound on L1/shared memory with DRAM nearly idle: the DRAM
     figure alone would not say why."""
     tiled = KernelProfile("k1", dram_pct=30.0, memory_pct=80.0, l1_pct=80.0, l2_pct=40.0, sm_pct=70.0)
     blocked = KernelProfile("k2", dram_pct=7.0, memory_pct=62.0, l1_pct=40.0, l2_pct=62.0, sm_pct=50.0)
-    assert profiles.limiter(tiled) == "memory-bound (L1 and shared memory)"
-    assert profiles.limiter(blocked) == "memory-bound (L2)"
+    assert profiles.limiter(tiled) == "memory-bound on L1/shared memory"
+    assert profiles.limiter(blocked) == "memory-bound on L2"
     assert profiles.limiter(KernelProfile("old", dram_pct=7.0, memory_pct=80.0, sm_pct=50.0)) == "memory-bound"
     text = profiles.gain(_view(tiled, blocked), "1_slow", "2_fast")
-    assert "the busiest memory unit moves from L1 and shared memory (80.0% of peak) to L2 (62.0%)" in text
+    assert text.startswith("From `1_slow` (memory-bound on L1/shared memory) to `2_fast` (memory-bound on L2): ")
+    assert "the busiest memory unit moves from L1/shared memory (80.0% of peak) to L2 (62.0%)" in text
     same = profiles.gain(_view(tiled, dataclasses.replace(tiled, l1_pct=90.0, memory_pct=90.0)), "1_slow", "2_fast")
-    assert "L1 and shared memory, the busiest memory unit, rises from 80.0% to 90.0% of peak" in same
+    assert same.startswith("From `1_slow` to `2_fast`, both memory-bound on L1/shared memory: ")
+    assert "L1/shared memory, the busiest memory unit, rises from 80.0% to 90.0% of peak" in same
     dram = KernelProfile("k3", dram_pct=90.0, memory_pct=90.0, l1_pct=20.0, l2_pct=50.0, sm_pct=10.0)
     assert "busiest memory unit" not in profiles.gain(_view(dram, dram), "1_slow", "2_fast")  # DRAM says it
 
@@ -153,8 +155,8 @@ def test_the_roofline_draws_measured_roofs_and_every_kernel_that_declares_its_in
     assert out.count("<svg") == 2 and "Roofline of the H100 80GB HBM3" in out
     assert "2 kernels and baselines" in out and "60.0 TFLOP/s" in out and "3,000 GB/s" in out
     # Under each chart, every point's figures: 1/8 flop a byte at 3,000 GB/s is a roof of 0.375 TFLOP/s.
-    assert out.count('??? note "Every point on the') == 2 and "| fresh · `1_copy` |" in out
-    assert "| 0.125 |" in out and "| copy |" in out
+    assert out.count('??? note "Every point on the') == 2 and "| `1_copy` | fresh |" in out
+    assert "| 0.125 |" in out and "% of copy |" in out
     assert any("stale" in w for w in ctx.warnings)  # the stale entry is left off, and said so
 
 

@@ -245,9 +245,9 @@ def _roof_table(gpu, copy, roofs, points) -> str:
     rows = []
     for p in points:
         roof, height = p.roof(copy, roofs)
-        rows.append([f"{p.experiment} · `{p.name}`", cell(fmt.case(p.case)), fmt.sig(p.intensity),
-                     fmt.sig(p.tflops), roof, fmt.percent(100 * p.tflops / height), p.limiter])
-    body = tables.table(["entry · kernel", "case", "flops per byte", "TFLOP/s", "roof above it", "share of that roof",
+        rows.append([f"`{p.name}`", p.experiment, cell(fmt.case(p.case)), fmt.sig(p.intensity), fmt.sig(p.tflops),
+                     f"{fmt.percent(100 * p.tflops / height)} of {roof}", p.limiter])
+    body = tables.table(["kernel", "entry", "case", "flops / byte", "TFLOP/s", "share of the roof above it",
                          "limiter (Nsight Compute)"], rows)
     return (f'??? note "Every point on the {tables.short(gpu)}\'s roofline, with its share of the roof above it"\n'
             + _indent(body) + "\n")

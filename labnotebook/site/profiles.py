@@ -10,7 +10,7 @@ from ..records import KernelProfile, Profile, Record
 from . import fmt
 from .fmt import cell
 from .results import Problem, View, run_command
-from .tables import Note, caption, table
+from .tables import Note, table, when
 
 # ncu's warp-stall reasons in words a reader of this notebook knows (Nsight Compute's
 # "Warp State Statistics" section describes each).
@@ -34,7 +34,7 @@ STALLS = {
     "misc": "other",
 }
 LIMITERS = {"memory": "memory-bound", "compute": "compute-bound", "latency": "latency-bound"}
-UNITS = {"L1": "L1 and shared memory", "L2": "L2", "DRAM": "DRAM"}
+UNITS = {"L1": "L1/shared memory", "L2": "L2", "DRAM": "DRAM"}
 
 
 def stall(reason: str) -> str:
@@ -76,11 +76,11 @@ def _stalls(k: KernelProfile, top: int = 2) -> str:
 
 
 def limiter(k: KernelProfile) -> str:
-    """"memory-bound (DRAM)", "compute-bound", "latency-bound": a memory-bound kernel names the
+    """"memory-bound on DRAM", "compute-bound", "latency-bound": a memory-bound kernel names the
     unit that bounds it where its profile recorded the units."""
     words = LIMITERS.get(k.limiter or "", "–")
     if k.limiter == "memory" and k.busiest_memory:
-        words += f" ({UNITS[k.busiest_memory[0]]})"
+        words += f" on {UNITS[k.busiest_memory[0]]}"
     return words
 
 
@@ -113,7 +113,7 @@ def profile_table(view: View, note: Note) -> str:
             continue
         launches = f" ({len(p.launches)} kernels)" if len(p.launches) > 1 else ""
         where[1].append([
-            f"`{name}`", cell(fmt.case(p.case)), f"**{limiter(k)}**",
+            f"`{name}`", cell(fmt.case(p.case)), f"**{LIMITERS.get(k.limiter or '', '–')}**",  # its unit: "memory busy"
             fmt.duration(p.duration_ns / 1e6) + launches if p.duration_ns else "–", _memory(k),
             f"{fmt.rate(k.dram_gbs, 'GB/s')} ({_pct(k.dram_pct)})" if k.dram_gbs is not None else _pct(k.dram_pct),
             f"{_pct(k.l1_hit_pct)} / {_pct(k.l2_hit_pct)}", _pct(k.sm_pct)])
@@ -127,7 +127,9 @@ def profile_table(view: View, note: Note) -> str:
             "by whichever is busier, latency-bound when neither reaches 60% of its peak. *Memory busy* is the "
             "busiest of L1 (shared memory included), L2 and DRAM, as a share of that unit's peak; *SM busy* the "
             "SMs' busiest pipe.*")
-    return out + caption([view])
+    # The profile may be younger than the results (it is redone alone when the profiler pass
+    # changes), so the caption names the results it explains, not a commit it was taken at.
+    return out + f"\n\n*Profiled on {cell(record.gpu)}, for the results measured {when(record)}.*\n"
 
 
 def gain(view: View, a: str, b: str) -> str:
@@ -148,8 +150,9 @@ def gain(view: View, a: str, b: str) -> str:
         x, y = fmt.percent(100 * share_a), fmt.percent(100 * share_b)
         parts.append(f"the leading stall moves from {stall(sa)} ({x} of stalls) to {stall(sb)} ({y})" if sa != sb
                      else f"the leading stall is still {stall(sb)} ({x} of stalls, then {y})")
-    return (f"From `{a}` to `{b}` ({limiter(ka)} to {limiter(kb)}): " + "; ".join(parts) + "."
-            if parts else f"From `{a}` to `{b}`: {limiter(ka)} to {limiter(kb)}.")
+    la, lb = limiter(ka), limiter(kb)
+    head = f"From `{a}` to `{b}`, both {lb}" if la == lb else f"From `{a}` ({la}) to `{b}` ({lb})"
+    return head + (": " + "; ".join(parts) + "." if parts else ".")
 
 
 def _beyond_dram(ka: KernelProfile, kb: KernelProfile) -> bool:

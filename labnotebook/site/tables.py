@@ -115,9 +115,14 @@ def end_to_end_table(view: View, kernel: str, cpu: str, cases: list[str]) -> str
 
 def provenance_line(record: Record) -> str:
     """GPU, date and commit of a record: what every number on the site is traced to."""
+    return f"{cell(record.gpu)}, {when(record)}"
+
+
+def when(record: Record) -> str:
+    """The date and commit a record was measured at: "2026-11-23, commit `bf2db1e2c9`"."""
     p = record.provenance
     commit = f", commit `{p.git_commit[:10]}`" if p and p.git_commit else ""
-    return f"{cell(record.gpu)}, {p.date[:10] if p else '?'}{commit}"
+    return f"{p.date[:10] if p else '?'}{commit}"
 
 
 def caption(views: list[View]) -> str:
