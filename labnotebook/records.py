@@ -175,6 +175,7 @@ class Verdict:
 
 
 SOL_THRESHOLD_PCT = 60.0  # ncu's SOLBottleneck rule: below this on both axes, latency limits a kernel
+MEMORY_UNIT_SLACK = 5.0  # % points: how near a unit's own figure must be to ncu's memory figure
 
 
 @dataclass(frozen=True)
@@ -218,12 +219,18 @@ class KernelProfile:
         return "memory" if self.memory_pct >= self.sm_pct else "compute"
 
     @property
-    def busiest_memory(self) -> tuple[str, float] | None:
-        """Which of L1 (with shared memory), L2 and DRAM is busiest, and how busy: the unit
-        behind ``memory_pct``. None for a profile taken before the units were recorded."""
-        units = [(u, pct) for u, pct in (("L1", self.l1_pct), ("L2", self.l2_pct), ("DRAM", self.dram_pct))
-                 if pct is not None]
-        return max(units, key=lambda u: u[1]) if len(units) == 3 else None
+    def memory_unit(self) -> str | None:
+        """Which of L1 (with shared memory), L2 and DRAM ``memory_pct`` comes from: ncu's memory
+        figure is the busiest of its units, each measured as its own throughput metric, which
+        ours approach but need not equal (L1's is over its active cycles, L2's counts every
+        sector), so the unit is the nearest within MEMORY_UNIT_SLACK points. None where none
+        is that near, or in a profile taken before the units were recorded."""
+        if self.memory_pct is None:
+            return None
+        units = [(abs(pct - self.memory_pct), unit) for unit, pct in
+                 (("DRAM", self.dram_pct), ("L2", self.l2_pct), ("L1", self.l1_pct)) if pct is not None]
+        gap, unit = min(units, default=(None, None))
+        return unit if len(units) == 3 and gap <= MEMORY_UNIT_SLACK else None
 
 
 @dataclass(frozen=True)

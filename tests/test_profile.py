@@ -166,13 +166,18 @@ def test_a_kernel_that_cannot_take_the_headline_is_profiled_at_the_largest_case_
     assert profile_case(dataclasses.replace(exp, kernels=[upto(0)]), kernel.name) == "head"
 
 
-def test_the_busiest_memory_unit_is_read_and_named():
+def test_the_memory_unit_is_the_one_ncus_memory_figure_comes_from():
     from labnotebook.records import KernelProfile
 
-    k = KernelProfile("mm", memory_pct=85.0, sm_pct=50.0, l1_pct=85.0, l2_pct=30.0, dram_pct=2.0)
-    assert k.limiter == "memory" and k.busiest_memory == ("L1", 85.0)
-    assert KernelProfile("add", l1_pct=30.0, l2_pct=60.0, dram_pct=91.0).busiest_memory == ("DRAM", 91.0)
-    assert KernelProfile("old", memory_pct=85.0, dram_pct=2.0).busiest_memory is None  # before the units
+    # A tiled matmul: ncu's memory figure is L1's (ours is over L1's active cycles: a little higher).
+    k = KernelProfile("mm", memory_pct=89.6, sm_pct=53.0, l1_pct=92.7, l2_pct=15.8, dram_pct=4.2)
+    assert k.limiter == "memory" and k.memory_unit == "L1"
+    # A stream: L2 counts every sector and reads higher than DRAM, but the figure is DRAM's.
+    assert KernelProfile("add", memory_pct=80.6, l1_pct=23.2, l2_pct=82.7, dram_pct=80.6).memory_unit == "DRAM"
+    assert KernelProfile("mma", memory_pct=90.0, l1_pct=39.0, l2_pct=90.0, dram_pct=14.8).memory_unit == "L2"
+    # No unit near the figure (it comes from a unit we do not read): none is named.
+    assert KernelProfile("red", memory_pct=28.7, l1_pct=23.2, l2_pct=42.3, dram_pct=9.9).memory_unit is None
+    assert KernelProfile("old", memory_pct=85.0, dram_pct=85.0).memory_unit is None  # before the units
     header = HEADER.replace('"sm__throughput', '"l1tex__throughput.avg.pct_of_peak_sustained_active",'
                             '"lts__throughput.avg.pct_of_peak_sustained_elapsed","sm__throughput')
     units = UNITS.replace('"%","%","%"', '"%","%","%","%","%"', 1)

@@ -75,8 +75,8 @@ def test_the_gain_sentence_takes_every_direction_from_the_data():
     text = profiles.gain(_view(slow, fast), "1_slow", "2_fast")
     assert text.startswith("From `1_slow` (latency-bound) to `2_fast` (memory-bound)")
     assert "DRAM throughput rises from 55.0% to 92.0% of peak" in text
-    assert "achieved occupancy rises from 40.0% to 85.0%" in text
-    assert "the SMs' busiest pipe stays at 10.2% of peak" in text
+    assert "achieved occupancy rises from 40.0% to 85.0%;" in text  # a share of warp slots, not "of peak"
+    assert "the SMs' busiest pipe stays near 10.2% of peak" in text
     assert "moves from waiting for global memory (80.0% of stalls) to global-memory instruction queue full (50.0%)" \
         in text
     assert profiles._stalls(fast) == "global-memory instruction queue full 50.0%; waiting for global memory 40.0%"
@@ -85,21 +85,23 @@ def test_the_gain_sentence_takes_every_direction_from_the_data():
 
 
 def test_a_memory_bound_kernel_names_its_unit_and_the_gain_follows_the_unit_beyond_dram():
-    """A tiled matmul is memory-bound on L1/shared memory with DRAM nearly idle: the DRAM
+    """A tiled matmul is memory-bound on L1 and shared memory with DRAM nearly idle: the DRAM
     figure alone would not say why."""
-    tiled = KernelProfile("k1", dram_pct=30.0, memory_pct=80.0, l1_pct=80.0, l2_pct=40.0, sm_pct=70.0)
+    tiled = KernelProfile("k1", dram_pct=30.0, memory_pct=80.0, l1_pct=81.0, l2_pct=40.0, sm_pct=70.0)
     blocked = KernelProfile("k2", dram_pct=7.0, memory_pct=62.0, l1_pct=40.0, l2_pct=62.0, sm_pct=50.0)
     assert profiles.limiter(tiled) == "memory-bound on L1/shared memory"
     assert profiles.limiter(blocked) == "memory-bound on L2"
     assert profiles.limiter(KernelProfile("old", dram_pct=7.0, memory_pct=80.0, sm_pct=50.0)) == "memory-bound"
+    assert profiles._memory(tiled) == "L1 80.0%" and profiles._memory(dataclasses.replace(tiled, l1_pct=None)) == "80.0%"
     text = profiles.gain(_view(tiled, blocked), "1_slow", "2_fast")
     assert text.startswith("From `1_slow` (memory-bound on L1/shared memory) to `2_fast` (memory-bound on L2): ")
     assert "the busiest memory unit moves from L1/shared memory (80.0% of peak) to L2 (62.0%)" in text
-    same = profiles.gain(_view(tiled, dataclasses.replace(tiled, l1_pct=90.0, memory_pct=90.0)), "1_slow", "2_fast")
+    busier = dataclasses.replace(tiled, l1_pct=91.0, memory_pct=90.0)
+    same = profiles.gain(_view(tiled, busier), "1_slow", "2_fast")
     assert same.startswith("From `1_slow` to `2_fast`, both memory-bound on L1/shared memory: ")
-    assert "L1/shared memory, the busiest memory unit, rises from 80.0% to 90.0% of peak" in same
-    dram = KernelProfile("k3", dram_pct=90.0, memory_pct=90.0, l1_pct=20.0, l2_pct=50.0, sm_pct=10.0)
-    assert "busiest memory unit" not in profiles.gain(_view(dram, dram), "1_slow", "2_fast")  # DRAM says it
+    assert "memory busy (L1/shared memory) rises from 80.0% to 90.0% of peak" in same
+    dram = KernelProfile("k3", dram_pct=90.0, memory_pct=90.0, l1_pct=20.0, l2_pct=92.0, sm_pct=10.0)
+    assert "memory busy" not in profiles.gain(_view(dram, dram), "1_slow", "2_fast")  # the DRAM clause says it
 
 
 def test_a_rung_profiled_at_a_case_of_its_own_is_not_compared_with_the_rung_before():
@@ -109,7 +111,7 @@ def test_a_rung_profiled_at_a_case_of_its_own_is_not_compared_with_the_rung_befo
     rec.kernels = {n: rec.kernels.get(n) for n in ("1_slow", "2_short_rows", "3_fast")}
     out = profiles.ladder(View(Stored("x", H100, rec, None, None)), lambda p: None)
     lines = out.splitlines()
-    assert len(lines) == 2 and lines[0].startswith("- `2_short_rows` is profiled at 2¹⁰, the largest case it takes")
+    assert len(lines) == 2 and lines[0].startswith("- `2_short_rows` is profiled at 2¹⁰, the largest timed case it takes")
     assert lines[1].startswith("- From `1_slow` to `3_fast`")
 
 
@@ -124,6 +126,9 @@ def test_a_roof_point_is_held_to_the_roof_above_it():
     hgemm = RoofPoint("matmul_fp16", "3", "kernel", "4096³", 1024.0, 291.0)
     assert hgemm.roof(3000.0, roofs) == ("tensor cores", 700.0)
     assert RoofPoint("x", "over", "kernel", "c", 1024.0, 800.0).roof(3000.0, roofs) == ("tensor cores", 700.0)
+    # Its own run's copy, where it measured one: the share its entry page gives as "% of copy".
+    own = RoofPoint("vec_add", "1_add", "kernel", "2^28", 1 / 12, 0.23, copy_gbs=3120.0)
+    assert own.roof(3000.0, roofs) == ("copy", 0.26)
 
 
 def test_the_dashboard_names_each_headline_rows_limiter_on_the_notebooks_gpu(ctx):
@@ -131,6 +136,15 @@ def test_the_dashboard_names_each_headline_rows_limiter_on_the_notebooks_gpu(ctx
     assert lines[("fresh", "1_copy")].limiter == "memory-bound"
     assert lines[("fresh", "torch")].limiter == "latency-bound"
     assert "limiter on the H100 (Nsight Compute)" in dashboard.dashboard_table(ctx, list(lines.values()))
+    record = ctx.view("fresh").stored.record  # a kernel profiled away from the headline says where
+    kept = record.profile
+    moved = dataclasses.replace(kept.profiles["1_copy"], case="2^10")
+    record.profile = dataclasses.replace(kept, profiles={**kept.profiles, "1_copy": moved})
+    try:
+        line = next(x for x in dashboard.lines(ctx) if (x.experiment, x.name) == ("fresh", "1_copy"))
+        assert line.limiter == "memory-bound (at 2¹⁰)"
+    finally:
+        record.profile = kept
 
 
 def _roofs(root, gpu, with_fma=True):

@@ -87,11 +87,13 @@ def lines(ctx: Context) -> list[Line]:
                 figure, versus, pcts[gpu] = _cell(ctx, experiment, gpu, name, case, baseline)
                 cells[gpu] = (figure, versus)
             out.append(Line(experiment, name, _label(exp, name), case, cells, pcts,
-                            _limiter(ctx, experiment, exp, name)))
+                            _limiter(ctx, experiment, exp, name, case)))
     return out
 
 
-def _limiter(ctx: Context, experiment: str, exp: Experiment, name: str) -> str:
+def _limiter(ctx: Context, experiment: str, exp: Experiment, name: str, case: str) -> str:
+    """What limits ``name`` by its profile; a kernel that cannot take the headline case was
+    profiled at a case of its own, which the cell names."""
     base = next((b for b in exp.baselines if b.name == name), None)
     if base is not None and base.device == "cpu":
         return "–"
@@ -99,9 +101,11 @@ def _limiter(ctx: Context, experiment: str, exp: Experiment, name: str) -> str:
     if view.record is None:
         return ""  # the throughput cell already carries the marker
     try:
-        return profiles.limiter(profiles.profile_of(view, name).main)
+        profile = profiles.profile_of(view, name)
     except Problem as p:
         return marker(ctx, p)
+    elsewhere = f" (at {fmt.case(profile.case)})" if profile.case != case else ""
+    return profiles.limiter(profile.main) + elsewhere
 
 
 def dashboard_table(ctx: Context, rows: list[Line]) -> str:

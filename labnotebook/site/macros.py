@@ -233,7 +233,7 @@ def roofline(ctx, tensor=None):
             if not rows:
                 raise Problem("absent", f"{experiment} on {gpu} has no timed row of {', '.join(names)}", experiment, gpu)
             best_row = max(rows, key=lambda r: metrics.throughput(r)[0])
-            roofs[f"tensor cores ({best_row.name})"] = metrics.throughput(best_row)[0]
+            roofs[f"tensor cores ({best_row.name}, {fmt.case(best_row.case)})"] = metrics.throughput(best_row)[0]
         points = _roof_points(ctx, gpu)
         charts.append(plots.figure(plots.roofline(gpu, copy, roofs, points)) + "\n\n" + _roof_table(gpu, copy, roofs, points))
     return "\n\n".join(charts) + "\n"
@@ -274,7 +274,8 @@ def _roof_points(ctx, gpu) -> list[plots.RoofPoint]:
                 limiter = profiles.limiter(profiles.profile_of(view, name).main)
             except Problem:  # no profile, or a stale one: the point stands, its limiter is unknown
                 limiter = "–"
-            points.append(plots.RoofPoint(experiment, name, row.kind, case, row.intensity, tflops, limiter))
+            points.append(plots.RoofPoint(experiment, name, row.kind, case, row.intensity, tflops, limiter,
+                                          metrics.ceiling_gbs(view.record)))
     return points
 
 

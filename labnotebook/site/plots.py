@@ -218,14 +218,16 @@ class RoofPoint:
     intensity: float
     tflops: float
     limiter: str = "–"  # by its profile, in words
+    copy_gbs: float | None = None  # the copy bandwidth measured in the point's own run
 
     def roof(self, copy_gbs: float, roofs: dict[str, float]) -> tuple[str, float]:
         """The roof above this point and its height here: the memory roof (the copy bandwidth
-        times the intensity) or, where that is higher, the lowest compute roof the point is
-        under (a tensor-core kernel above the FP32 roof is held to the tensor-core one)."""
+        of its own run, as its entry's "% of copy", else ``copy_gbs``, times the intensity) or,
+        where that is higher, the lowest compute roof the point is under (a tensor-core kernel
+        above the FP32 roof is held to the tensor-core one)."""
         above = [kv for kv in sorted(roofs.items(), key=lambda kv: kv[1]) if kv[1] >= self.tflops]
         name, tflops = above[0] if above else max(roofs.items(), key=lambda kv: kv[1])
-        memory = copy_gbs * self.intensity / 1e3
+        memory = (self.copy_gbs or copy_gbs) * self.intensity / 1e3
         return ("copy", memory) if memory < tflops else (name, tflops)
 
 

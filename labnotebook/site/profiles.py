@@ -19,7 +19,7 @@ STALLS = {
     "short_scoreboard": "waiting for shared memory or a special function",
     "barrier": "waiting at a barrier",
     "membar": "waiting at a memory fence",
-    "mio_throttle": "shared-memory instruction queue full",
+    "mio_throttle": "MIO queue full (shared memory, shuffles, special functions)",
     "lg_throttle": "global-memory instruction queue full",
     "tex_throttle": "texture unit busy",
     "math_pipe_throttle": "math pipe busy",
@@ -79,18 +79,23 @@ def limiter(k: KernelProfile) -> str:
     """"memory-bound on DRAM", "compute-bound", "latency-bound": a memory-bound kernel names the
     unit that bounds it where its profile recorded the units."""
     words = LIMITERS.get(k.limiter or "", "–")
-    if k.limiter == "memory" and k.busiest_memory:
-        words += f" on {UNITS[k.busiest_memory[0]]}"
+    if k.limiter == "memory" and k.memory_unit:
+        words += f" on {UNITS[k.memory_unit]}"
     return words
 
 
 def _memory(k: KernelProfile) -> str:
-    """The busiest memory unit and how busy, "L2 85.1%"; the speed-of-light figure alone in a
-    profile taken before the units were recorded."""
-    if k.busiest_memory:
-        unit, pct = k.busiest_memory
-        return f"{unit} {fmt.percent(pct)}"
-    return _pct(k.memory_pct)
+    """ncu's memory figure (the one the limiter is judged on) and, where it is known, the unit it
+    comes from: "DRAM 85.1%"."""
+    return f"{k.memory_unit} {_pct(k.memory_pct)}" if k.memory_unit else _pct(k.memory_pct)
+
+
+def _change(label: str, x: float, y: float, unit: str = " of peak") -> str:
+    """"DRAM throughput rises from 55.0% to 92.0% of peak"; a change of a point or less, within
+    what two profiles of the same kernel differ by, "stays near"."""
+    if abs(y - x) <= 1.0:
+        return f"{label} stays near {fmt.percent(y)}{unit}"
+    return f"{label} {'rises' if y > x else 'falls'} from {fmt.percent(x)} to {fmt.percent(y)}{unit}"
 
 
 def profile_table(view: View, note: Note) -> str:
@@ -124,9 +129,9 @@ def profile_table(view: View, note: Note) -> str:
     out += (f"\n\n*Nsight Compute {version or ''}, one launch of each at the case shown, at the GPU's own clocks (not locked): "
             "its times are not the timed medians above. A library call that launches several kernels is "
             "described by its longest one. The limiter is ncu's speed-of-light rule: memory- or compute-bound "
-            "by whichever is busier, latency-bound when neither reaches 60% of its peak. *Memory busy* is the "
-            "busiest of L1 (shared memory included), L2 and DRAM, as a share of that unit's peak; *SM busy* the "
-            "SMs' busiest pipe.*")
+            "by whichever is busier, latency-bound when neither reaches 60% of its peak. *Memory busy* is ncu's "
+            "memory figure, the busiest memory unit as a share of its peak, named (L1 with shared memory, L2 or "
+            "DRAM) where one of them gives that figure; *SM busy* the SMs' busiest pipe.*")
     # The profile may be younger than the results (it is redone alone when the profiler pass
     # changes), so the caption names the results it explains, not a commit it was taken at.
     return out + f"\n\n*Profiled on {cell(record.gpu)}, for the results measured {when(record)}.*\n"
@@ -138,13 +143,11 @@ def gain(view: View, a: str, b: str) -> str:
     the leading stall, each direction word chosen by the data."""
     ka, kb = profile_of(view, a).main, profile_of(view, b).main
     parts = [_memory_change(ka, kb)] if _beyond_dram(ka, kb) else []
-    for label, x, y in (("DRAM throughput", ka.dram_pct, kb.dram_pct),
-                        ("achieved occupancy", ka.achieved_occupancy_pct, kb.achieved_occupancy_pct),
-                        ("the SMs' busiest pipe", ka.sm_pct, kb.sm_pct)):
+    for label, x, y, unit in (("DRAM throughput", ka.dram_pct, kb.dram_pct, " of peak"),
+                              ("achieved occupancy", ka.achieved_occupancy_pct, kb.achieved_occupancy_pct, ""),
+                              ("the SMs' busiest pipe", ka.sm_pct, kb.sm_pct, " of peak")):
         if x is not None and y is not None:
-            verb = "rises" if y > x + 0.5 else "falls" if y < x - 0.5 else "stays"
-            parts.append(f"{label} {verb} from {fmt.percent(x)} to {fmt.percent(y)} of peak" if verb != "stays"
-                         else f"{label} stays at {fmt.percent(y)} of peak")
+            parts.append(_change(label, x, y, unit))
     if ka.stalls and kb.stalls:
         (sa, share_a), (sb, share_b) = ka.by_share[0], kb.by_share[0]
         x, y = fmt.percent(100 * share_a), fmt.percent(100 * share_b)
@@ -156,26 +159,25 @@ def gain(view: View, a: str, b: str) -> str:
 
 
 def _beyond_dram(ka: KernelProfile, kb: KernelProfile) -> bool:
-    """Whether both record their memory units and DRAM is not the busiest of both: otherwise
-    the DRAM clause says it all."""
-    units = [k.busiest_memory for k in (ka, kb)]
-    return all(units) and any(u[0] != "DRAM" for u in units)
+    """Whether both name their memory unit and it is not DRAM in both: otherwise the DRAM
+    clause says it all."""
+    units = [ka.memory_unit, kb.memory_unit]
+    return all(units) and units != ["DRAM", "DRAM"]
 
 
 def _memory_change(ka: KernelProfile, kb: KernelProfile) -> str:
-    (ua, xa), (ub, xb) = ka.busiest_memory, kb.busiest_memory
+    ua, ub = ka.memory_unit, kb.memory_unit
     if ua != ub:
-        return f"the busiest memory unit moves from {UNITS[ua]} ({fmt.percent(xa)} of peak) to {UNITS[ub]} ({fmt.percent(xb)})"
-    verb = "rises" if xb > xa + 0.5 else "falls" if xb < xa - 0.5 else "stays"
-    return (f"{UNITS[ub]}, the busiest memory unit, {verb} from {fmt.percent(xa)} to {fmt.percent(xb)} of peak"
-            if verb != "stays" else f"{UNITS[ub]}, the busiest memory unit, stays at {fmt.percent(xb)} of peak")
+        return (f"the busiest memory unit moves from {UNITS[ua]} ({fmt.percent(ka.memory_pct)} of peak) "
+                f"to {UNITS[ub]} ({fmt.percent(kb.memory_pct)})")
+    return _change(f"memory busy ({UNITS[ub]})", ka.memory_pct, kb.memory_pct)
 
 
 def alone(view: View, name: str) -> str:
     """A sentence on a kernel profiled at a case no earlier rung was: where, and what limits it."""
     p = profile_of(view, name)
     k = p.main
-    return (f"`{name}` is profiled at {fmt.case(p.case)}, the largest case it takes: {limiter(k)}, "
+    return (f"`{name}` is profiled at {fmt.case(p.case)}, the largest timed case it takes: {limiter(k)}, "
             f"memory busy {_memory(k)}, DRAM {_pct(k.dram_pct)} of peak, SM busy {_pct(k.sm_pct)}.")
 
 
