@@ -75,11 +75,11 @@ def _stalls(k: KernelProfile, top: int = 2) -> str:
     return "; ".join(f"{stall(r)} {fmt.percent(100 * s)}" for r, s in k.by_share[:top]) or "–"
 
 
-def limiter(k: KernelProfile) -> str:
+def limiter(k: KernelProfile, unit: bool = True) -> str:
     """"memory-bound on DRAM", "compute-bound", "latency-bound": a memory-bound kernel names the
-    unit that bounds it where its profile recorded the units."""
+    unit that bounds it where its profile recorded the units (unless ``unit`` is False)."""
     words = LIMITERS.get(k.limiter or "", "–")
-    if k.limiter == "memory" and k.memory_unit:
+    if unit and k.limiter == "memory" and k.memory_unit:
         words += f" on {UNITS[k.memory_unit]}"
     return words
 
@@ -118,7 +118,7 @@ def profile_table(view: View, note: Note) -> str:
             continue
         launches = f" ({len(p.launches)} kernels)" if len(p.launches) > 1 else ""
         where[1].append([
-            f"`{name}`", cell(fmt.case(p.case)), f"**{LIMITERS.get(k.limiter or '', '–')}**",  # its unit: "memory busy"
+            f"`{name}`", cell(fmt.case(p.case)), f"**{limiter(k, unit=False)}**",  # the unit is in "memory busy"
             fmt.duration(p.duration_ns / 1e6) + launches if p.duration_ns else "–", _memory(k),
             f"{fmt.rate(k.dram_gbs, 'GB/s')} ({_pct(k.dram_pct)})" if k.dram_gbs is not None else _pct(k.dram_pct),
             f"{_pct(k.l1_hit_pct)} / {_pct(k.l2_hit_pct)}", _pct(k.sm_pct)])
@@ -189,9 +189,9 @@ def ladder(view: View, note: Note) -> str:
     case = {n: record.profile.profiles[n].case for n in names}
     lines = []
     for i, b in enumerate(names):
-        a = next((a for a in reversed(names[:i]) if case[a] == case[b]), None)
-        if a is None and i == 0:
+        if i == 0:
             continue
+        a = next((a for a in reversed(names[:i]) if case[a] == case[b]), None)
         try:
             lines.append("- " + (gain(view, a, b) if a else alone(view, b)))
         except Problem as p:
