@@ -7,12 +7,24 @@ from pathlib import Path
 import pytest
 
 from labnotebook.errors import CompileError
+from labnotebook.experiments import experiment_folders, load
 from labnotebook.run import compile as compiler
-from labnotebook.run.compile import compile_cubin, parse_ptxas
+from labnotebook.run.compile import compile_cubin, parse_ptxas, target
+from labnotebook.run.declare import Kernel
 
 from conftest import FAULTS, ROOT
 
 KERNELS = sorted(ROOT.glob("snippets/*/*.cu"))
+
+
+def declared_options() -> dict[Path, tuple[str, ...]]:
+    """Each kernel's nvcc options as its experiment declares them (sm_90a for wgmma, say)."""
+    out = {}
+    for folder in experiment_folders(ROOT / "snippets").values():
+        for k in load(folder).kernels:
+            if isinstance(k, Kernel):
+                out[folder / k.source] = k.nvcc_options
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -24,10 +36,11 @@ def every_kernel(tmp_path_factory):
     if nvcc_path() is None:
         pytest.skip("nvcc is not installed")
     out = tmp_path_factory.mktemp("cubins")
+    options = declared_options()
 
     def one(source: Path):
         try:
-            return compile_cubin(source, out / source.parent.name, "sm_90", root=ROOT)
+            return compile_cubin(source, out / source.parent.name, "sm_90", options.get(source, ()), root=ROOT)
         except CompileError as e:
             return e
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
@@ -44,6 +57,12 @@ def test_every_kernel_compiles_for_sm90(source: Path, every_kernel):
     for report in compiled.resources.values():
         assert report["registers"] > 0
         assert report["spill_store_bytes"] == 0
+
+
+def test_a_kernel_may_name_its_own_architecture():
+    assert target("sm_90", ("-arch=sm_90a", "-DX=1")) == ("sm_90a", ("-DX=1",))
+    assert target("sm_90", ("-DX=1",)) == ("sm_90", ("-DX=1",))
+    assert declared_options()[ROOT / "snippets/matmul_fp16/5_warp_specialized.cu"] == ("-arch=sm_90a",)
 
 
 def test_there_are_kernels():

@@ -23,6 +23,7 @@ from labnotebook.experiments import experiment_folders, load
 from labnotebook.run.declare import tolerance_at
 from labnotebook.run.execute import InvalidLaunch, launch_dims
 from labnotebook.run.protocol.verify import compare
+from labnotebook.run.tma import TensorMap
 
 from conftest import FAULTS, ROOT
 
@@ -138,13 +139,20 @@ def check_launch(exp: Experiment, k: Kernel, case: Case, buffers: set[str], fold
         return None
     except InvalidLaunch as e:
         pytest.fail(f"{where}: {e}")
-    named = {a for a in launch.args if isinstance(a, str)}
+    named = {a.buffer if isinstance(a, TensorMap) else a for a in launch.args if isinstance(a, (str, TensorMap))}
     assert named <= buffers, f"{where}: names buffers {sorted(named - buffers)}; there are {sorted(buffers)}"
     params = c_signature((folder or FOLDERS[exp.name]) / k.source, k.function)
     assert len(params) == len(launch.args), \
         f"{where}: {len(launch.args)} arguments for {k.function}'s {len(params)} parameters"
     sizes = {key.lower(): v for key, v in case.params.items() if isinstance(v, int)}
+    maps = [isinstance(a, TensorMap) for a in launch.args]
+    assert maps == sorted(maps, reverse=True), f"{where}: TensorMap arguments come first (64-byte alignment)"
     for arg, (pname, ctype) in zip(launch.args, params):
+        if isinstance(arg, TensorMap) or ctype == "__grid_constant__ CUtensorMap":
+            assert isinstance(arg, TensorMap) and ctype == "__grid_constant__ CUtensorMap", \
+                f"{where}: {pname} ({ctype or 'a pointer'}) gets {arg!r}: a TensorMap goes to a " \
+                "const __grid_constant__ CUtensorMap parameter, and only there"
+            continue
         if ctype is None:
             assert isinstance(arg, str), f"{where}: pointer parameter {pname} gets {arg!r}, not a buffer name"
             continue
@@ -222,6 +230,25 @@ def test_every_launch_is_valid_or_unsupported(name):
     for k in cuda_kernels(exp):
         for case in exp.all_cases():
             check_launch(exp, k, case, buffers)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_tensor_maps_describe_their_buffers(name):
+    """A TMA descriptor's shape and type are those of the buffer it names, at every edge case a
+    launch takes (a descriptor of the wrong shape reads the wrong elements, or past the end)."""
+    exp = experiment(name)
+    for case in exp.edge_cases:
+        x, _ = edge_data(name, case.name)
+        for k in cuda_kernels(exp):
+            try:
+                launch = k.launch(case)
+            except Unsupported:
+                continue
+            for a in launch.args:
+                if isinstance(a, TensorMap):
+                    got = (a.rows, a.cols, np.dtype(a.dtype))
+                    want = (*x[a.buffer].shape, x[a.buffer].dtype)
+                    assert got == want, f"{name}: kernel {k.name} at {case.name}: {a.buffer} is {want}, its map {got}"
 
 
 @pytest.mark.parametrize("name", NAMES)

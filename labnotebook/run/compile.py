@@ -61,6 +61,13 @@ def parse_ptxas(report: str) -> dict[str, dict[str, int]]:
     return out
 
 
+def target(arch: str, options: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """The architecture to compile for and the other options: a kernel's own ``-arch=`` (sm_90a
+    for Hopper-only instructions such as wgmma) replaces the GPU's."""
+    own = [o for o in options if o.startswith("-arch=")]
+    return (own[-1].split("=", 1)[1] if own else arch), tuple(o for o in options if not o.startswith("-arch="))
+
+
 def _cache_key(source: Path, arch: str, options: tuple[str, ...], nvcc: str) -> str:
     """Everything that decides the cubin: nvcc itself, the flags, the file and the headers it may include."""
     h = hashlib.sha256("\0".join([nvcc, str(Path(nvcc).stat().st_mtime_ns), arch, *NVCC_FLAGS, *options]).encode())
@@ -76,6 +83,7 @@ def compile_cubin(source: Path, out_dir: Path, arch: str = "sm_90", options: tup
     paths shown relative to ``root`` so that no machine path reaches a user or a results file.
     With ``cache`` (a folder shared by one build's workers), a file compiled once with the same
     nvcc, flags and headers is not compiled again."""
+    arch, options = target(arch, options)
     nvcc = nvcc_path()
     if nvcc is None:
         raise CompileError(f"{source.name}: nvcc not found (install the CUDA toolkit or put nvcc on PATH)")

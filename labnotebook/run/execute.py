@@ -33,7 +33,7 @@ from ..errors import ExperimentError, NotebookError
 from ..records import Ceiling, Check, KernelInfo, LaunchShape, Provenance, Record, Resources, Row
 from . import phases
 from . import protocol
-from .compile import compile_cubin
+from .compile import compile_cubin, target
 from .declare import Case, Experiment, Kernel, Launch, PythonKernel, Tolerances, Unavailable, Unsupported, tolerance_at
 from .device import describe, open_context
 from .protocol import POISON_BYTE
@@ -41,6 +41,7 @@ from .protocol.timing import GpuTimer, time_cpu
 from .protocol.verify import (GPU_CHECK_MIN, Comparison, DeviceReference, reference_in_gpu_slices,
                               reference_in_slices, verify_outputs, within_on_gpu)
 from .outputs import Outputs, torch_view
+from .tma import TensorMap
 # The most a kept float64 reference may take, on any machine: enough for 2^31 elements and some
 # (a reference recomputed for every kernel and baseline costs far more than the memory).
 REFERENCE_CAP = 24 << 30
@@ -366,7 +367,7 @@ class Runner:
             except self.cuda.Error:
                 raise ExperimentError(f'{k.source} has no extern "C" __global__ function {k.function!r}')
             res = c.resources.get(k.function)
-            self.kernel_info[k.name] = KernelInfo(k.source, k.function, "cuda", self.arch,
+            self.kernel_info[k.name] = KernelInfo(k.source, k.function, "cuda", target(self.arch, k.nvcc_options)[0],
                                                   Resources(**res) if res else None, k.expected_failure)
 
     # -- what runs ---------------------------------------------------------------------------
@@ -577,14 +578,17 @@ class Runner:
     # -- helpers -----------------------------------------------------------------------------
     def _launcher(self, k: Kernel, launch: Launch, buffers) -> Callable[[], None]:
         args = []
-        for a in launch.args:
-            if isinstance(a, str):
-                if a not in buffers:
-                    raise ExperimentError(f"kernel {k.name}: launch names buffer {a!r}; "
-                                          f"the buffers are {sorted(buffers)}")
-                args.append(buffers[a])
+        for i, a in enumerate(launch.args):
+            name = a.buffer if isinstance(a, TensorMap) else a if isinstance(a, str) else None
+            if name is not None and name not in buffers:
+                raise ExperimentError(f"kernel {k.name}: launch names buffer {name!r}; "
+                                      f"the buffers are {sorted(buffers)}")
+            if isinstance(a, TensorMap):
+                if not all(isinstance(b, TensorMap) for b in launch.args[:i]):
+                    raise ExperimentError(f"kernel {k.name}: TensorMap arguments come first (64-byte alignment)")
+                args.append(a.encode(int(buffers[name])))
             else:
-                args.append(a)
+                args.append(buffers[a] if isinstance(a, str) else a)
         grid, block = launch_dims(launch, self.max_shared)
         fn = self.functions[k.name]
         if launch.shared_bytes > 48 * 1024:  # more than the default needs the kernel's opt-in

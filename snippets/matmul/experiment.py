@@ -9,6 +9,9 @@ from labnotebook.run.gemm import INT_MAX, MAX_DIM, MAX_GRID_YZ, inputs, intensit
 
 SQUARE = [mnk(1024), mnk(2048), mnk(4096), mnk(8192)]
 ODD = [mnk(1000), mnk(4096, 1024, 2048), mnk(1500, 700, 1100)]
+# Ragged and skinny: primes near 4096 (no multiple of any tile, rows not 16-byte aligned), one
+# row (a matrix-vector product) and K = 1 (an outer product). Only rung 9 and the libraries take them.
+RAGGED = [mnk(4097, 4095, 4093), mnk(1, 4096, 4096), mnk(4096, 4096, 1)]
 # The first rungs take seconds per product at 8192³: they are timed up to 4096³ (and verified at
 # every edge and large case).
 UP_TO_4096 = tuple(c.name for c in SQUARE[:3] + ODD)
@@ -32,6 +35,11 @@ def per_element(block, x_walks):
         x, y = (case.m, case.n) if x_walks == "m" else (case.n, case.m)
         return Launch(grid=(cdiv(x, block), *split_y(cdiv(y, block))), block=(block, block), args=args(case))
     return launch
+
+
+def any_shape(case):
+    """Launch for rung 9, which guards every edge: a block per 128×128 tile, the last ones partial."""
+    return Launch(grid=(cdiv(case.n, 128), *split_y(cdiv(case.m, 128))), block=(256,), args=args(case))
 
 
 def tiled(bm, bn, bk, threads, int_rows=(0, 0), loads_ahead=False):
@@ -83,9 +91,10 @@ experiment = Experiment(
         Kernel("6_vectorized.cu", "matmul_vectorized", tiled(128, 128, 8, 256)),
         Kernel("7_warptile.cu", "matmul_warptile", tiled(128, 128, 8, 256)),
         Kernel("8_double_buffered.cu", "matmul_double_buffered", tiled(128, 128, 8, 256, int_rows=(0, 8), loads_ahead=True)),
+        Kernel("9_any_shape.cu", "matmul_any_shape", any_shape),
     ],
-    cases=SQUARE + ODD,
-    # Every rung runs at every edge case its launch accepts: rungs 1 to 3 at all of them (1×1×1
+    cases=SQUARE + ODD + RAGGED,
+    # Every rung runs at every edge case its launch accepts: rungs 1 to 3 and 9 at all of them (1×1×1
     # and sizes that are no multiple of any tile), the tiled rungs at whole tiles.
     edge_cases=[mnk(1, 1, 1), mnk(17, 33, 65), mnk(128, 128, 8), mnk(257, 129, 63), mnk(256, 384, 1000),
                 mnk(128, 256, 64, kind="inf, NaN"),

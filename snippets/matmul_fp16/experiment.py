@@ -6,6 +6,7 @@ import numpy as np
 from labnotebook import Baseline, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
 from labnotebook.run import cublas
 from labnotebook.run.gemm import INT_MAX, MAX_DIM, MAX_GRID_YZ, inputs, intensity, mnk, reference
+from labnotebook.run.tma import TensorMap
 
 def tiled(bm, bn, bk, threads, shared_bytes=0):
     """Rows of tiles past gridDim.y's 65535 go on along z. Offsets inside a tile are ints (kept
@@ -22,6 +23,28 @@ def tiled(bm, bn, bk, threads, shared_bytes=0):
         grid = (case.n // bn, min(tiles_m, MAX_GRID_YZ), cdiv(tiles_m, MAX_GRID_YZ))
         return Launch(grid=grid, block=(threads,), shared_bytes=shared_bytes,
                       args=("a", "b", "c", np.int32(case.m), np.int32(case.n), np.int32(case.k)))
+    return launch
+
+
+def wgmma_tiles(bm, bn, threads, stages):
+    """Launch for the Hopper rungs: one block per bm x bn tile of C, in a 1-D grid (the kernel
+    orders the tiles), A and B passed as TMA descriptors loaded 64 along K at a time. TMA
+    zero-fills past the matrix's edges, so any M; its rows must be multiples of 16 bytes."""
+    def launch(case):
+        if case.n % 8 or case.k % 8:
+            raise Unsupported(f"TMA reads rows of a multiple of 16 bytes: N and K multiples of 8; "
+                              f"got {case.m}×{case.n}×{case.k}")
+        if min(case.m, case.n, case.k) == 0:
+            raise Unsupported("a TMA descriptor describes no empty matrix: M, N and K at least 1")
+        if max(case.m, case.n, case.k) > MAX_DIM:
+            raise Unsupported("M, N and K are ints, counted in tiles: each below 2^31 - 257")
+        tiles = cdiv(case.m, bm) * cdiv(case.n, bn)
+        if tiles > INT_MAX:
+            raise Unsupported(f"one block per {bm}×{bn} tile of C: at most 2^31 - 1 tiles")
+        shared = stages * (bm + bn) * 64 * 2 + 1024  # fp16 stages, and 1 KB to align them for the swizzle
+        return Launch(grid=(tiles,), block=(threads,), shared_bytes=shared,
+                      args=(TensorMap("a", case.m, case.k, box=(bm, 64)), TensorMap("b", case.k, case.n, box=(64, 64)),
+                            "c", np.int32(case.m), np.int32(case.n), np.int32(case.k)))
     return launch
 
 
@@ -82,15 +105,22 @@ FP16_OUT = Tolerance(atol=5e-3, rtol=1e-3)
 # step, so errors grow with K; this bound is what K = 8192 needs, and no more.
 FP16_ACCUMULATE = Tolerance(atol=2.0, rtol=1e-2)
 
+HOPPER = ("-arch=sm_90a",)  # wgmma and setmaxnreg exist only on sm_90a
+
 experiment = Experiment(
     title="Matrix multiplication on tensor cores: fp16 in, fp32 accumulate",
     kernels=[Kernel("1_wmma.cu", "matmul_wmma", tiled(128, 128, 32, 256)),
              Kernel("2_mma_pipelined.cu", "matmul_mma_pipelined", tiled(128, 128, 32, 128, mma_smem(128, 128, 32, 4))),
-             Kernel("3_mma_128x256.cu", "matmul_mma_128x256", tiled(128, 256, 64, 256, mma_smem(128, 256, 64, 3)))],
+             Kernel("3_mma_128x256.cu", "matmul_mma_128x256", tiled(128, 256, 64, 256, mma_smem(128, 256, 64, 3))),
+             Kernel("4_wgmma_tma.cu", "matmul_wgmma_tma", wgmma_tiles(128, 128, 128, 4), nvcc_options=HOPPER),
+             Kernel("5_warp_specialized.cu", "matmul_wgmma_specialized", wgmma_tiles(128, 256, 384, 4),
+                    nvcc_options=HOPPER)],
     cases=[mnk(1024), mnk(2048), mnk(4096), mnk(8192), mnk(1000), mnk(4096, 1024, 2048)],
-    # Whole tiles for every rung, then sizes only cuBLAS and torch take (the rungs say
-    # Unsupported): 1×1×1 and no multiple of any tile.
+    # Whole tiles for every rung; ragged tiles that only the TMA rungs take (one row; M, N and K
+    # all past a tile's edge, K short of one 64-wide k-tile); then sizes only cuBLAS and torch
+    # take (the rungs say Unsupported): 1×1×1 and N or K no multiple of 8.
     edge_cases=[mnk(128, 128, 32), mnk(256, 384, 96), mnk(256, 512, 128), mnk(128, 256, 64, kind="inf, NaN"),
+                mnk(1, 256, 64), mnk(200, 264, 72), mnk(130, 8, 8, kind="inf, NaN"),
                 mnk(1, 1, 1), mnk(17, 33, 65), mnk(257, 129, 63)],
     # 65537 rows of 128-row tiles (gridDim.z = 2) and a C of 2^31 floats (8 GiB; its float64
     # reference 16 GiB, computed on the GPU): the 64-bit offsets and the z grid.

@@ -3,7 +3,10 @@
 // needs (1 to 32), so a warp may hold several short rows — keeps them in registers, and reduces
 // with shuffles inside the group alone: no shared memory, no block barrier. Each lane has VEC
 // float4 slots; when a row needs fewer, the group takes several rows at once, so every lane
-// keeps VEC loads in flight whatever the row length. Indices are ints, as fast as they can be
+// keeps VEC loads in flight whatever the row length. The slots a row needs (1 to VEC) are a
+// template parameter, picked by a switch once per thread: with it known to the compiler, which
+// slot belongs to which row is settled at compile time, and no instruction is spent on slots
+// of other rows. Each exp is computed once and kept. Indices are ints, as fast as they can be
 // (64-bit ones cost 3 to 8%): rows * cols is widened to size_t, and the launch keeps the thread
 // count and rows + VEC below 2^31 (about 32 threads per float32 row or fewer: 2^36 elements).
 #include "reduce.cuh"
@@ -24,68 +27,77 @@ __device__ __forceinline__ float group_sum(float v, int lanes)
 }
 
 // --8<-- [start:kernel]
-extern "C" __global__ void softmax_warp_per_row(const float* x, float* y, int rows, int cols,
-                                                int lanes)
+// PER_ROW float4 slots a row, VEC / PER_ROW rows a group of lanes.
+template <int PER_ROW>
+__device__ __forceinline__ void softmax_rows(const float* x, float* y, int rows, int cols, int lanes)
 {
-    int per_row = (cols + 4 * lanes - 1) / (4 * lanes);  // slots one row needs, 1 to VEC
-    int batch = VEC / per_row;                            // rows per group
+    constexpr int BATCH = VEC / PER_ROW;
     int group = (blockIdx.x * blockDim.x + threadIdx.x) / lanes;
     int lane = threadIdx.x % lanes;
-    int first = group * batch;
+    int first = group * BATCH;
     bool vector = cols % 4 == 0;
 
-    // Slot k holds float4 number lane + lanes * (k % per_row) of row first + k / per_row.
-    float v[VEC][4];
+    // Slot k holds float4 number lane + lanes * (k % PER_ROW) of row first + k / PER_ROW.
+    float v[BATCH * PER_ROW][4];
 #pragma unroll
-    for (int k = 0; k < VEC; k++) {
-        int row = first + k / per_row, base = 4 * (lane + lanes * (k % per_row));
-        bool live = k < batch * per_row && row < rows;
+    for (int k = 0; k < BATCH * PER_ROW; k++) {
+        int row = first + k / PER_ROW, base = 4 * (lane + lanes * (k % PER_ROW));
         const float* in = x + (size_t)row * cols;
-        if (live && vector && base < cols) {
+        if (row < rows && vector && base < cols) {
             float4 q = *reinterpret_cast<const float4*>(in + base);
             v[k][0] = q.x, v[k][1] = q.y, v[k][2] = q.z, v[k][3] = q.w;
         } else {
 #pragma unroll
-            for (int e = 0; e < 4; e++) v[k][e] = live && base + e < cols ? in[base + e] : -INFINITY;
+            for (int e = 0; e < 4; e++) v[k][e] = row < rows && base + e < cols ? in[base + e] : -INFINITY;
         }
     }
-    // One (max, sum) per row of the batch; every lane runs every shuffle, so all 32 take part.
-    float m[VEC], inv[VEC];
+    // Row r of the batch: its maximum, then v = exp(v - max) in place and the sum of those.
+    // Every lane runs every shuffle, so all 32 take part.
+    float inv[BATCH];
 #pragma unroll
-    for (int r = 0; r < VEC; r++) {
-        float mr = -INFINITY, dr = 0.0f;
+    for (int r = 0; r < BATCH; r++) {
+        float m = -INFINITY, d = 0.0f;
 #pragma unroll
-        for (int k = 0; k < VEC; k++)
-            if (k / per_row == r)
+        for (int k = r * PER_ROW; k < (r + 1) * PER_ROW; k++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) mr = fmaxf(mr, v[k][e]);
-        mr = group_max(mr, lanes);
+            for (int e = 0; e < 4; e++) m = fmaxf(m, v[k][e]);
+        m = group_max(m, lanes);
 #pragma unroll
-        for (int k = 0; k < VEC; k++)
-            if (k / per_row == r && mr != -INFINITY)
+        for (int k = r * PER_ROW; k < (r + 1) * PER_ROW; k++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) dr += expf(v[k][e] - mr);
-        m[r] = mr;
-        inv[r] = 1.0f / group_sum(dr, lanes);
+            for (int e = 0; e < 4; e++) {
+                v[k][e] = m == -INFINITY ? 0.0f : expf(v[k][e] - m);  // a row of only -inf: 0 / 0 = NaN below
+                d += v[k][e];
+            }
+        inv[r] = 1.0f / group_sum(d, lanes);
     }
 #pragma unroll
-    for (int k = 0; k < VEC; k++) {
-        int r = k / per_row, row = first + r, base = 4 * (lane + lanes * (k % per_row));
-        if (k >= batch * per_row || row >= rows) continue;
+    for (int k = 0; k < BATCH * PER_ROW; k++) {
+        int row = first + k / PER_ROW, base = 4 * (lane + lanes * (k % PER_ROW));
+        if (row >= rows) continue;
         float* out = y + (size_t)row * cols;
-        float mr = m[0], ir = inv[0];
-#pragma unroll
-        for (int j = 1; j < VEC; j++)
-            if (j == r) mr = m[j], ir = inv[j];  // pick row r's statistics without indexing
+        float s = inv[k / PER_ROW];
         if (vector && base < cols) {
-            *reinterpret_cast<float4*>(out + base) =
-                make_float4(expf(v[k][0] - mr) * ir, expf(v[k][1] - mr) * ir,
-                            expf(v[k][2] - mr) * ir, expf(v[k][3] - mr) * ir);
+            *reinterpret_cast<float4*>(out + base) = make_float4(v[k][0] * s, v[k][1] * s, v[k][2] * s, v[k][3] * s);
         } else {
 #pragma unroll
             for (int e = 0; e < 4; e++)
-                if (base + e < cols) out[base + e] = expf(v[k][e] - mr) * ir;
+                if (base + e < cols) out[base + e] = v[k][e] * s;
         }
+    }
+}
+
+extern "C" __global__ void softmax_warp_per_row(const float* x, float* y, int rows, int cols, int lanes)
+{
+    switch ((cols + 4 * lanes - 1) / (4 * lanes)) {  // the slots one row needs, 1 to VEC
+    case 1: return softmax_rows<1>(x, y, rows, cols, lanes);
+    case 2: return softmax_rows<2>(x, y, rows, cols, lanes);
+    case 3: return softmax_rows<3>(x, y, rows, cols, lanes);
+    case 4: return softmax_rows<4>(x, y, rows, cols, lanes);
+    case 5: return softmax_rows<5>(x, y, rows, cols, lanes);
+    case 6: return softmax_rows<6>(x, y, rows, cols, lanes);
+    case 7: return softmax_rows<7>(x, y, rows, cols, lanes);
+    default: return softmax_rows<8>(x, y, rows, cols, lanes);
     }
 }
 // --8<-- [end:kernel]

@@ -1,0 +1,90 @@
+// Rung 9: any shape. Rungs 4 to 8 take whole tiles only, so a 4097 x 4095 x 4093 product is
+// refused outright. This is rung 8 with its edges guarded: a load past M, N or K reads 0 (which
+// adds nothing to a sum), a store past M or N is skipped. Rows whose length is a multiple of 4
+// floats (16 bytes) keep rung 8's float4 loads and stores; any other length is loaded one float
+// at a time, since its rows no longer start on a 16-byte boundary. Which path runs is the same
+// for every thread of the launch, so the branch costs almost nothing.
+#define BM 128
+#define BN 128
+#define BK 8
+#define PAD 4
+#define THREADS 256
+
+// Four consecutive floats of a row from column `col` on, zero past `end` (and everywhere when
+// the row itself is outside the matrix); `vector`: the row and `col` are 16-byte aligned.
+__device__ __forceinline__ float4 load4(const float* row, int col, int end, bool inside, bool vector)
+{
+    if (vector)
+        return inside && col < end ? *reinterpret_cast<const float4*>(row + col) : make_float4(0, 0, 0, 0);
+    float v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = inside && col + i < end ? row[col + i] : 0.0f;
+    return make_float4(v[0], v[1], v[2], v[3]);
+}
+
+// --8<-- [start:kernel]
+extern "C" __global__ void __launch_bounds__(THREADS, 2)
+matmul_any_shape(const float* A, const float* B, float* C, int M, int N, int K)
+{
+    __shared__ __align__(16) float As[2][BK][BM + PAD];
+    __shared__ __align__(16) float Bs[2][BK][BN];
+    const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+    const int row0 = (warp / 2) * 32 + (lane / 8) * 4;
+    const int col0 = (warp % 2) * 64 + (lane % 8) * 4;
+    const int a_row = t / 2, a_col = 4 * (t % 2), b_row = t / 32, b_col = 4 * (t % 32);
+    const int bx = blockIdx.x, by = blockIdx.z * gridDim.y + blockIdx.y;  // y-blocks past 65535 on z
+    const int m0 = by * BM, n0 = bx * BN;
+    if (m0 >= M) return;
+    const bool a_vector = K % 4 == 0, b_vector = N % 4 == 0, a_inside = m0 + a_row < M;
+    const float* a_src = A + (size_t)(m0 + a_row) * K;  // read only where a_inside
+    float acc[8][8] = {{0.0f}};
+    float a[8], b[8];
+
+    float4 va = load4(a_src, a_col, K, a_inside, a_vector);
+    float4 vb = load4(B + (size_t)b_row * N, n0 + b_col, N, b_row < K, b_vector);
+    int buf = 0;
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        As[buf][a_col + 0][a_row] = va.x;
+        As[buf][a_col + 1][a_row] = va.y;
+        As[buf][a_col + 2][a_row] = va.z;
+        As[buf][a_col + 3][a_row] = va.w;
+        *reinterpret_cast<float4*>(&Bs[buf][b_row][b_col]) = vb;
+        __syncthreads();
+        if (k0 + BK < K) {  // the next tile's loads are in flight during the FMAs below
+            int k = k0 + BK;
+            va = load4(a_src, k + a_col, K, a_inside, a_vector);
+            vb = load4(B + (size_t)(k + b_row) * N, n0 + b_col, N, k + b_row < K, b_vector);
+        }
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+            *reinterpret_cast<float4*>(a) = *reinterpret_cast<const float4*>(&As[buf][k][row0]);
+            *reinterpret_cast<float4*>(a + 4) = *reinterpret_cast<const float4*>(&As[buf][k][row0 + 16]);
+            *reinterpret_cast<float4*>(b) = *reinterpret_cast<const float4*>(&Bs[buf][k][col0]);
+            *reinterpret_cast<float4*>(b + 4) = *reinterpret_cast<const float4*>(&Bs[buf][k][col0 + 32]);
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+#pragma unroll
+                for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];
+        }
+        buf ^= 1;
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        int row = m0 + row0 + (i % 4) + (i / 4) * 16;
+        if (row >= M) continue;
+        float* out = C + (size_t)row * N;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            int col = n0 + col0 + 32 * h;
+            const float* v = &acc[i][4 * h];
+            if (b_vector && col < N) {
+                *reinterpret_cast<float4*>(out + col) = make_float4(v[0], v[1], v[2], v[3]);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    if (col + j < N) out[col + j] = v[j];
+            }
+        }
+    }
+}
+// --8<-- [end:kernel]

@@ -1,0 +1,79 @@
+// What rungs 4 and 5 share: where a block's tile lies, loading one k-tile with TMA, one
+// k-tile's wgmmas for a warpgroup, and the store of its accumulators. The Hopper primitives
+// themselves (mbarriers, TMA, wgmma) are the engine's hopper.cuh.
+#pragma once
+#include "hopper.cuh"
+
+#define BK 64  // K per stage: one 128-byte swizzled row of halves
+#define GROUP 8
+
+// Blocks walk C in groups of GROUP tile rows, down each column of tiles within a group, so that
+// the blocks resident at once share rows of A and columns of B in L2 (Triton's ordering).
+struct TilePosition {
+    int m0, n0;
+};
+
+__device__ __forceinline__ TilePosition tile_position(int M, int N, int BM, int BN)
+{
+    int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    int per_group = GROUP * tiles_n, first = blockIdx.x / per_group * GROUP, i = blockIdx.x % per_group;
+    int rows = min(tiles_m - first, GROUP);
+    return {(first + i % rows) * BM, i / rows * BN};
+}
+
+// The dynamic shared memory, from its first 1024-byte boundary: a 128-byte-swizzled tile must
+// start on one (the launch asks for 1 KB more than the stages need).
+__device__ __forceinline__ half* swizzle_aligned(unsigned char* raw)
+{
+    return reinterpret_cast<half*>(raw + ((1024 - smem_addr(raw) % 1024) % 1024));
+}
+
+// One k-tile into a stage: A's BM x 64 box, then B's 64 x BN as BN / 64 boxes of 64 x 64 (a
+// swizzled box row is at most 128 bytes). All of them complete on `full`.
+template <int BM, int BN>
+__device__ __forceinline__ void load_k_tile(half* As, half* Bs, const CUtensorMap* map_a, const CUtensorMap* map_b,
+                                            uint64_t* full, int m0, int n0, int k0)
+{
+    mbar_expect_bytes(full, (BM + BN) * BK * sizeof(half));
+    tma_load_2d(As, map_a, full, k0, m0);
+#pragma unroll
+    for (int j = 0; j < BN / 64; ++j) tma_load_2d(Bs + j * BK * 64, map_b, full, n0 + 64 * j, k0);
+}
+
+// --8<-- [start:mma]
+// One k-tile for one warpgroup: its 64 rows of A against all BN columns of B, in 4 wgmmas of
+// K = 16. Along K, A's next 16 halves are 32 bytes further along its swizzled rows; B's next 16
+// rows are 16 x 128 bytes further down each 64-column slab, and its slabs are 64 x 128 bytes apart.
+template <int BN>
+__device__ __forceinline__ void mma_k_tile(float (&d)[BN / 2], const half* As, const half* Bs)
+{
+#pragma unroll
+    for (int k = 0; k < BK / 16; ++k) {
+        uint64_t a = wgmma_desc(As + 16 * k, 16, 1024);
+        uint64_t b = wgmma_desc(Bs + 16 * k * 64, BK * 128, 1024);
+        if constexpr (BN == 256) {
+            wgmma_m64n256k16(d, a, b);
+        } else {
+            wgmma_m64n128k16(d, a, b);
+        }
+    }
+}
+// --8<-- [end:mma]
+
+// A warpgroup's 64 x BN accumulators into C (fp32, row-major) at row m0, column n0. Thread t
+// holds rows 16 (t / 32) + (t % 32) / 4 and 8 below it, columns 2 (t % 4) + 8 j and the next;
+// N is a multiple of 8, so such a pair of columns is inside C or outside it together.
+template <int BN>
+__device__ __forceinline__ void store_tile(const float (&d)[BN / 2], float* C, int M, int N, int m0, int n0)
+{
+    int t = threadIdx.x % 128, row = m0 + 16 * (t / 32) + (t % 32) / 4, col = n0 + 2 * (t % 4);
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            int r = row + 8 * h, c = col + 8 * j;
+            if (r < M && c < N)
+                *reinterpret_cast<float2*>(C + (size_t)r * N + c) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+        }
+    }
+}
