@@ -145,13 +145,9 @@ def check_launch(exp: Experiment, k: Kernel, case: Case, buffers: set[str], fold
     assert len(params) == len(launch.args), \
         f"{where}: {len(launch.args)} arguments for {k.function}'s {len(params)} parameters"
     sizes = {key.lower(): v for key, v in case.params.items() if isinstance(v, int)}
-    maps = [isinstance(a, TensorMap) for a in launch.args]
-    assert maps == sorted(maps, reverse=True), f"{where}: TensorMap arguments come first (64-byte alignment)"
     for arg, (pname, ctype) in zip(launch.args, params):
-        if isinstance(arg, TensorMap) or ctype == "__grid_constant__ CUtensorMap":
-            assert isinstance(arg, TensorMap) and ctype == "__grid_constant__ CUtensorMap", \
-                f"{where}: {pname} ({ctype or 'a pointer'}) gets {arg!r}: a TensorMap goes to a " \
-                "const __grid_constant__ CUtensorMap parameter, and only there"
+        if isinstance(arg, TensorMap):
+            assert ctype is None, f"{where}: {ctype} {pname} gets {arg!r}: a TensorMap goes to a const CUtensorMap*"
             continue
         if ctype is None:
             assert isinstance(arg, str), f"{where}: pointer parameter {pname} gets {arg!r}, not a buffer name"

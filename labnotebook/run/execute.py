@@ -578,15 +578,13 @@ class Runner:
     # -- helpers -----------------------------------------------------------------------------
     def _launcher(self, k: Kernel, launch: Launch, buffers) -> Callable[[], None]:
         args = []
-        for i, a in enumerate(launch.args):
+        for a in launch.args:
             name = a.buffer if isinstance(a, TensorMap) else a if isinstance(a, str) else None
             if name is not None and name not in buffers:
                 raise ExperimentError(f"kernel {k.name}: launch names buffer {name!r}; "
                                       f"the buffers are {sorted(buffers)}")
-            if isinstance(a, TensorMap):
-                if not all(isinstance(b, TensorMap) for b in launch.args[:i]):
-                    raise ExperimentError(f"kernel {k.name}: TensorMap arguments come first (64-byte alignment)")
-                args.append(a.encode(int(buffers[name])))
+            if isinstance(a, TensorMap):  # to device memory now, outside the timed launches
+                args.append(self.cuda.to_device(a.encode(int(buffers[name]))))
             else:
                 args.append(buffers[a] if isinstance(a, str) else a)
         grid, block = launch_dims(launch, self.max_shared)

@@ -1,10 +1,13 @@
 """TMA descriptors: kernel arguments for Hopper's Tensor Memory Accelerator.
 
-A kernel that loads tiles with ``cp.async.bulk.tensor`` takes a ``const __grid_constant__
-CUtensorMap`` per matrix: 128 bytes, made on the host by the driver's ``cuTensorMapEncodeTiled``
-from the matrix's device address, shape and the box (tile) it is loaded by. A launch declares
-one as a ``TensorMap`` argument; the engine encodes it when it binds the launch to the case's
-buffers. CUDA's rules for a descriptor are checked here, on the host, as ``Unsupported``.
+A kernel that loads tiles with ``cp.async.bulk.tensor`` takes a ``const CUtensorMap*`` per
+matrix: a 128-byte descriptor in device memory, made on the host by the driver's
+``cuTensorMapEncodeTiled`` from the matrix's device address, shape and the box (tile) it is
+loaded by. A launch declares one as a ``TensorMap`` argument; the engine encodes it and copies
+it to the GPU when it binds the launch to the case's buffers, before anything is timed. (Not by
+value as a ``__grid_constant__`` parameter: PyCUDA's packing of a 128-byte struct did not reach
+the kernel intact.) CUDA's rules for a descriptor are checked here, on the host, as
+``Unsupported``.
 """
 
 from __future__ import annotations
@@ -29,9 +32,9 @@ MAX_DIM = 2**32
 class TensorMap:
     """The descriptor of buffer ``buffer`` read as a row-major ``rows`` x ``cols`` matrix of
     ``dtype``, loaded ``box`` = (box rows, box columns) at a time into shared memory with
-    128-byte swizzling. Elements outside the matrix load as zeros. In a ``Launch``, TensorMap
-    arguments come first: PyCUDA packs arguments without padding, and a descriptor must sit
-    64-byte aligned among the kernel's parameters."""
+    128-byte swizzling. Elements outside the matrix load as zeros. The kernel receives a pointer
+    to it in device memory, and acquires it (``tma_descriptor_acquire`` in hopper.cuh) before
+    its first load."""
 
     buffer: str
     rows: int
@@ -56,7 +59,7 @@ class TensorMap:
                              f"{SWIZZLE_BYTES} bytes (128-byte swizzling)")
 
     def encode(self, address: int) -> np.ndarray:
-        """The 128-byte descriptor of the matrix at device ``address``, to pass by value."""
+        """The 128-byte descriptor of the matrix at device ``address``."""
         out = np.zeros(DESCRIPTOR_BYTES, np.uint8)
         u64, u32 = ctypes.c_uint64, ctypes.c_uint32
         item = np.dtype(self.dtype).itemsize

@@ -10,15 +10,15 @@
 #define PAD 4
 #define THREADS 256
 
-// Four consecutive floats of a row from column `col` on, zero past `end` (and everywhere when
-// the row itself is outside the matrix); `vector`: the row and `col` are 16-byte aligned.
-__device__ __forceinline__ float4 load4(const float* row, int col, int end, bool inside, bool vector)
+// The four floats p[0..3], whose indices along their row are at..at+3: zero past `end`, and
+// everywhere when the row itself is outside the matrix. `vector`: p is 16-byte aligned.
+__device__ __forceinline__ float4 load4(const float* p, int at, int end, bool inside, bool vector)
 {
     if (vector)
-        return inside && col < end ? *reinterpret_cast<const float4*>(row + col) : make_float4(0, 0, 0, 0);
+        return inside && at < end ? *reinterpret_cast<const float4*>(p) : make_float4(0, 0, 0, 0);
     float v[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) v[i] = inside && col + i < end ? row[col + i] : 0.0f;
+    for (int i = 0; i < 4; ++i) v[i] = inside && at + i < end ? p[i] : 0.0f;
     return make_float4(v[0], v[1], v[2], v[3]);
 }
 
@@ -36,12 +36,16 @@ matmul_any_shape(const float* A, const float* B, float* C, int M, int N, int K)
     const int m0 = by * BM, n0 = bx * BN;
     if (m0 >= M) return;
     const bool a_vector = K % 4 == 0, b_vector = N % 4 == 0, a_inside = m0 + a_row < M;
-    const float* a_src = A + (size_t)(m0 + a_row) * K;  // read only where a_inside
+    // Both sources move by pointer steps (a multiply per tile would delay the loads): A along
+    // its row, B down its columns, 8 rows at a time.
+    const float* a_src = A + (size_t)(m0 + a_row) * K + a_col;  // read only where a_inside
+    const float* b_src = B + (size_t)b_row * N + n0 + b_col;
+    const size_t b_step = (size_t)BK * N;
     float acc[8][8] = {{0.0f}};
     float a[8], b[8];
 
     float4 va = load4(a_src, a_col, K, a_inside, a_vector);
-    float4 vb = load4(B + (size_t)b_row * N, n0 + b_col, N, b_row < K, b_vector);
+    float4 vb = load4(b_src, n0 + b_col, N, b_row < K, b_vector);
     int buf = 0;
     for (int k0 = 0; k0 < K; k0 += BK) {
         As[buf][a_col + 0][a_row] = va.x;
@@ -51,9 +55,10 @@ matmul_any_shape(const float* A, const float* B, float* C, int M, int N, int K)
         *reinterpret_cast<float4*>(&Bs[buf][b_row][b_col]) = vb;
         __syncthreads();
         if (k0 + BK < K) {  // the next tile's loads are in flight during the FMAs below
-            int k = k0 + BK;
-            va = load4(a_src, k + a_col, K, a_inside, a_vector);
-            vb = load4(B + (size_t)(k + b_row) * N, n0 + b_col, N, k + b_row < K, b_vector);
+            a_src += BK;
+            b_src += b_step;
+            va = load4(a_src, k0 + BK + a_col, K, a_inside, a_vector);
+            vb = load4(b_src, n0 + b_col, N, k0 + BK + b_row < K, b_vector);
         }
 #pragma unroll
         for (int k = 0; k < BK; ++k) {

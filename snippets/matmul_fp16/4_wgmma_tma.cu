@@ -12,7 +12,7 @@
 
 // --8<-- [start:kernel]
 extern "C" __global__ void __launch_bounds__(128)
-matmul_wgmma_tma(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, float* C,
+matmul_wgmma_tma(const CUtensorMap* map_a, const CUtensorMap* map_b, float* C,
                  int M, int N, int K)
 {
     extern __shared__ unsigned char raw[];
@@ -24,15 +24,16 @@ matmul_wgmma_tma(const __grid_constant__ CUtensorMap map_a, const __grid_constan
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
         mbar_init_fence();
+        tma_descriptor_acquire(map_a), tma_descriptor_acquire(map_b);
         for (int kt = 0; kt < STAGES - 1 && kt < tiles_k; ++kt)
-            load_k_tile<BM, BN>(As + kt * BM * BK, Bs + kt * BK * BN, &map_a, &map_b, &full[kt], p.m0, p.n0, kt * BK);
+            load_k_tile<BM, BN>(As + kt * BM * BK, Bs + kt * BK * BN, map_a, map_b, &full[kt], p.m0, p.n0, kt * BK);
     }
     __syncthreads();
     float top[BN / 2] = {}, bottom[BN / 2] = {};  // rows 0-63 and 64-127 of the tile
     for (int kt = 0; kt < tiles_k; ++kt) {
         int s = kt % STAGES, ahead = kt + STAGES - 1;
         if (threadIdx.x == 0 && ahead < tiles_k)  // its stage was last read before the barrier below
-            load_k_tile<BM, BN>(As + ahead % STAGES * BM * BK, Bs + ahead % STAGES * BK * BN, &map_a, &map_b,
+            load_k_tile<BM, BN>(As + ahead % STAGES * BM * BK, Bs + ahead % STAGES * BK * BN, map_a, map_b,
                                 &full[ahead % STAGES], p.m0, p.n0, ahead * BK);
         mbar_wait(&full[s], kt / STAGES % 2);
         fence_registers(top), fence_registers(bottom);

@@ -3,8 +3,8 @@
 // loads) and two consumer warpgroups only multiply, each 64 rows of a 128 x 256 tile, through a
 // ring of 4 stages: a stage's `full` barrier says its bytes have landed, its `empty` barrier
 // that both consumers are done with it. The producer gives back registers (40 a thread) so the
-// consumers can hold 64 x 256 fp32 accumulators each (232), and each consumer issues the next
-// k-tile's wgmmas before waiting for the last ones, so the tensor cores never wait on it.
+// consumers can hold 64 x 256 fp32 accumulators each (232). While one consumer waits for its
+// wgmmas, the other issues its own, and the producer is already loading stages ahead.
 // Takes any M; N and K multiples of 8 (TMA's rows are a multiple of 16 bytes).
 #include "wgmma_gemm.cuh"
 
@@ -15,7 +15,7 @@
 
 // --8<-- [start:kernel]
 extern "C" __global__ void __launch_bounds__(128 * (1 + CONSUMERS), 1)
-matmul_wgmma_specialized(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+matmul_wgmma_specialized(const CUtensorMap* map_a, const CUtensorMap* map_b,
                          float* C, int M, int N, int K)
 {
     extern __shared__ unsigned char raw[];
@@ -33,10 +33,11 @@ matmul_wgmma_specialized(const __grid_constant__ CUtensorMap map_a, const __grid
     if (warpgroup == 0) {  // the producer
         registers_shrink<40>();
         if (threadIdx.x == 0) {
+            tma_descriptor_acquire(map_a), tma_descriptor_acquire(map_b);
             for (int kt = 0; kt < tiles_k; ++kt) {
                 int s = kt % STAGES;
                 if (kt >= STAGES) mbar_wait(&empty[s], (kt / STAGES - 1) % 2);  // its last round was read
-                load_k_tile<BM, BN>(As + s * BM * BK, Bs + s * BK * BN, &map_a, &map_b, &full[s], p.m0, p.n0, kt * BK);
+                load_k_tile<BM, BN>(As + s * BM * BK, Bs + s * BK * BN, map_a, map_b, &full[s], p.m0, p.n0, kt * BK);
             }
         }
         return;
@@ -53,12 +54,10 @@ matmul_wgmma_specialized(const __grid_constant__ CUtensorMap map_a, const __grid
         wgmma_fence();
         mma_k_tile<BN>(d, As + s * BM * BK + rows * BK, Bs + s * BK * BN);
         wgmma_commit();
-        wgmma_wait<1>();  // k-tile kt - 1's wgmmas are done (kt's may still run): free its stage
+        wgmma_wait<0>();
         fence_registers(d);
-        if (leader && kt > 0) mbar_arrive(&empty[(kt - 1) % STAGES]);
+        if (leader) mbar_arrive(&empty[s]);  // this warpgroup is done with stage s
     }
-    wgmma_wait<0>();
-    fence_registers(d);
     store_tile<BN>(d, C, M, N, p.m0 + rows, p.n0);
 }
 // --8<-- [end:kernel]

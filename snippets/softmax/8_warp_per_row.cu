@@ -11,7 +11,7 @@
 // count and rows + VEC below 2^31 (about 32 threads per float32 row or fewer: 2^36 elements).
 #include "reduce.cuh"
 
-#define VEC 8  // float4 slots per lane: rows of up to 32 lanes x 32 floats = 1024 columns
+#define VEC 4  // float4 slots per lane: rows of up to 32 lanes x 16 floats = 512 columns
 
 // Shuffle reductions over aligned groups of `lanes` lanes (a power of two).
 __device__ __forceinline__ float group_max(float v, int lanes)
@@ -93,11 +93,7 @@ extern "C" __global__ void softmax_warp_per_row(const float* x, float* y, int ro
     case 1: return softmax_rows<1>(x, y, rows, cols, lanes);
     case 2: return softmax_rows<2>(x, y, rows, cols, lanes);
     case 3: return softmax_rows<3>(x, y, rows, cols, lanes);
-    case 4: return softmax_rows<4>(x, y, rows, cols, lanes);
-    case 5: return softmax_rows<5>(x, y, rows, cols, lanes);
-    case 6: return softmax_rows<6>(x, y, rows, cols, lanes);
-    case 7: return softmax_rows<7>(x, y, rows, cols, lanes);
-    default: return softmax_rows<8>(x, y, rows, cols, lanes);
+    default: return softmax_rows<4>(x, y, rows, cols, lanes);
     }
 }
 // --8<-- [end:kernel]

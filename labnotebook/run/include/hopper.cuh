@@ -48,6 +48,13 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity)
     }
 }
 
+// -- TMA descriptors live in global memory, copied there from the host before the launch: the
+// thread that issues loads makes them visible to the TMA unit (the tensormap proxy) first.
+__device__ __forceinline__ void tma_descriptor_acquire(const CUtensorMap* map)
+{
+    asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;\n" ::"l"(map) : "memory");
+}
+
 // -- TMA: one box of a 2-D tensor (described on the host by cuTensorMapEncodeTiled) into shared
 // memory, completing on `bar`. (x, y) is the box's first element: column, then row. Elements
 // outside the tensor arrive as zeros, so ragged edges need no code here.
