@@ -670,3 +670,18 @@ def test_the_signature_parser_reads_attributes_and_qualifiers():
     assert params == [("x", None), ("y", None), ("rows", "int"), ("cols", "int")]
     params = c_signature(FOLDERS["vec_add"] / "2_add_float4.cu", "vec_add_float4")
     assert params[-1] == ("n", "long long")
+
+
+def test_a_tensor_map_says_what_tma_cannot_describe():
+    TensorMap("a", 1, 8, box=(128, 64))  # one row of 16 bytes: fine, the box reaches past it
+    with pytest.raises(Unsupported, match="multiple of 16 bytes"):
+        TensorMap("b", 64, 4095, box=(64, 64))
+    with pytest.raises(Unsupported, match="no empty matrix"):
+        TensorMap("a", 0, 64, box=(128, 64))
+    with pytest.raises(Unsupported, match="2\\^32"):
+        TensorMap("a", 2**32 + 1, 64, box=(128, 64))
+    with pytest.raises(ValueError, match="128 bytes"):
+        TensorMap("a", 64, 64, box=(64, 32))  # a box row must be one 128-byte swizzle row
+    rung = next(k for k in experiment("matmul_fp16").kernels if k.name == "5_warp_specialized")
+    with pytest.raises(Unsupported, match="N and K multiples of 8"):
+        rung.launch(Case("ragged", m=17, n=33, k=65))
