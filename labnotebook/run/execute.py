@@ -579,14 +579,17 @@ class Runner:
     def _launcher(self, k: Kernel, launch: Launch, buffers) -> Callable[[], None]:
         args = []
         for a in launch.args:
-            name = a.buffer if isinstance(a, TensorMap) else a if isinstance(a, str) else None
-            if name is not None and name not in buffers:
+            if not isinstance(a, (str, TensorMap)):  # a value: np.int32(n), np.float32(x)
+                args.append(a)
+                continue
+            name = a.buffer if isinstance(a, TensorMap) else a
+            if name not in buffers:
                 raise ExperimentError(f"kernel {k.name}: launch names buffer {name!r}; "
                                       f"the buffers are {sorted(buffers)}")
             if isinstance(a, TensorMap):  # to device memory now, outside the timed launches
                 args.append(self.cuda.to_device(a.encode(int(buffers[name]))))
             else:
-                args.append(buffers[a] if isinstance(a, str) else a)
+                args.append(buffers[name])
         grid, block = launch_dims(launch, self.max_shared)
         fn = self.functions[k.name]
         if launch.shared_bytes > 48 * 1024:  # more than the default needs the kernel's opt-in
