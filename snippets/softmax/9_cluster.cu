@@ -1,7 +1,10 @@
 // Rung 9, for long rows: a row too long for one block's registers is split across a cluster of
 // 8 blocks (a Hopper thread-block cluster). Each block keeps its chunk in registers and reduces
 // it; the 8 partial (max, sum) pairs are read straight out of each other's shared memory
-// (distributed shared memory), so the row is still read once and written once.
+// (distributed shared memory), so the row is still read once and written once. Its blocks
+// read, reduce and write in step, so the memory idles while they reduce: the exps use the fast
+// __expf (an exp2 in hardware, well inside the tolerance), and nothing waits on the cluster
+// between the reduction and the writes.
 #include <cooperative_groups.h>
 
 #include "reduce.cuh"
@@ -48,7 +51,7 @@ softmax_cluster(const float* x, float* y, int rows, int cols)
 #pragma unroll
         for (int k = 0; k < VEC; k++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) d += expf(v[k][e] - m);
+            for (int e = 0; e < 4; e++) d += __expf(v[k][e] - m);
     }
     MaxSum s = block_reduce({m, d});
     if (threadIdx.x == 0) {
@@ -59,20 +62,20 @@ softmax_cluster(const float* x, float* y, int rows, int cols)
     for (int r = 0; r < CLUSTER; r++) {
         total = merge(total, *cluster.map_shared_rank(&block_stat, r));
     }
-    cluster.sync();  // no block may exit while another is still reading its shared memory
     float inv = 1.0f / total.d;
 #pragma unroll
     for (int k = 0; k < VEC; k++) {
         int base = begin + 4 * (threadIdx.x + k * blockDim.x);
         if (vector && base < end) {
             *reinterpret_cast<float4*>(out + base) =
-                make_float4(expf(v[k][0] - total.m) * inv, expf(v[k][1] - total.m) * inv,
-                            expf(v[k][2] - total.m) * inv, expf(v[k][3] - total.m) * inv);
+                make_float4(__expf(v[k][0] - total.m) * inv, __expf(v[k][1] - total.m) * inv,
+                            __expf(v[k][2] - total.m) * inv, __expf(v[k][3] - total.m) * inv);
         } else {
 #pragma unroll
             for (int e = 0; e < 4; e++)
-                if (base + e < end) out[base + e] = expf(v[k][e] - total.m) * inv;
+                if (base + e < end) out[base + e] = __expf(v[k][e] - total.m) * inv;
         }
     }
+    cluster.sync();  // no block may exit while another may still read its shared memory
 }
 // --8<-- [end:kernel]
