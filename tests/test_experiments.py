@@ -657,6 +657,21 @@ def test_softmax_row_loops_never_step_past_int(kernel):
     assert accepted >= 2
 
 
+def test_softmax_bulk_copy_takes_an_eighth_of_the_row_into_shared_memory():
+    """Rung 10's dynamic shared memory holds its block's chunk as the kernel cuts it (an eighth
+    of the row, rounded up to whole float4s): the 8 chunks cover the row, and at most 64 KiB
+    each, three blocks fit an SM."""
+    k = experiment("softmax").kernel("10_bulk_copy")
+    for cols in (2048, 4097, 100_003, 131072):
+        launch = k.launch(Case(f"3x{cols}", rows=3, cols=cols))
+        per_block = ((cols + 7) // 8 + 3) // 4 * 4
+        assert launch.shared_bytes == 4 * per_block <= 65536
+        assert 8 * per_block >= cols and launch.grid == (24,)
+    for cols, why in ((2047, "long rows"), (131073, "cluster's shared memory")):
+        with pytest.raises(Unsupported, match=why):
+            k.launch(Case(f"3x{cols}", rows=3, cols=cols))
+
+
 def test_unsupported_must_say_why():
     def launch(case):
         raise Unsupported("")

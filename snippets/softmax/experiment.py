@@ -114,16 +114,29 @@ def warp_per_row(case):
     return Launch(grid=(cdiv(groups * lanes, 256),), block=(256,), args=(*arguments, np.int32(lanes)))
 
 
-def cluster(case):
+def long_rows(case, holder):
+    """The limits rungs 9 and 10 share: 8 blocks a row, each holding an eighth of it (at most
+    16384 floats) in its ``holder``."""
     arguments = args(case)
     if case.cols < 2048:
         raise Unsupported("meant for long rows (2048 columns and more); rungs 7 and 8 cover short ones")
-    if case.cols > 8 * 512 * 4 * 8:
-        raise Unsupported("a row must fit in a cluster's registers: at most 131072 columns")
+    if case.cols > 8 * 16384:
+        raise Unsupported(f"a row must fit in a cluster's {holder}: at most 131072 columns")
     if 8 * case.rows > 2**31 - 1:
         raise Unsupported("8 blocks a row: gridDim.x stops at 2^31 - 1 blocks, so 2^28 - 1 rows")
+    return arguments
+
+
+def cluster(case):
+    arguments = long_rows(case, "registers")
     threads = max(32, 32 * cdiv(cdiv(cdiv(case.cols, 8), 32), 32))
     return Launch(grid=(8 * case.rows,), block=(threads,), args=arguments)
+
+
+def bulk_copy(case):
+    arguments = long_rows(case, "shared memory")
+    # Each block's eighth of the row, in float4s, is its dynamic shared memory: 64 KiB at most.
+    return Launch(grid=(8 * case.rows,), block=(512,), args=arguments, shared_bytes=16 * cdiv(cdiv(case.cols, 8), 4))
 
 
 def torch_softmax(case, inputs, outputs):
@@ -166,6 +179,7 @@ experiment = Experiment(
         Kernel("7_float4_registers.cu", "softmax_float4_registers", registers),
         Kernel("8_warp_per_row.cu", "softmax_warp_per_row", warp_per_row),
         Kernel("9_cluster.cu", "softmax_cluster", cluster),
+        Kernel("10_bulk_copy.cu", "softmax_bulk_copy", bulk_copy, nvcc_options=("-arch=sm_90a",)),
         PythonKernel("triton_softmax.py", requires=("torch", "triton")),
     ],
     cases=[*HEADLINE, *(matrix(SWEEP_ELEMENTS // 2**k, 2**k) for k in range(5, 18))],
