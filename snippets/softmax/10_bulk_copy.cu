@@ -7,7 +7,7 @@
 #include <cooperative_groups.h>
 
 #include "hopper.cuh"  // mbarriers
-#include "reduce.cuh"
+#include "cluster_reduce.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -34,7 +34,6 @@ extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(512
 softmax_bulk_copy(const float* x, float* y, int rows, int cols)
 {
     extern __shared__ float4 chunk[];  // this block's part of the row, 4 * n4 floats
-    __shared__ MaxSum block_stat;
     __shared__ uint64_t landed[HALVES];
     cg::cluster_group cluster = cg::this_cluster();
     int rank = cluster.block_rank();
@@ -91,15 +90,7 @@ softmax_bulk_copy(const float* x, float* y, int rows, int cols)
         }
         half_max[h] = m = mh;
     }
-    MaxSum s = block_reduce({m, d});
-    if (threadIdx.x == 0) {
-        block_stat = s;
-    }
-    cluster.sync();
-    MaxSum total = {-INFINITY, 0.0f};
-    for (int r = 0; r < CLUSTER; r++) {
-        total = merge(total, *cluster.map_shared_rank(&block_stat, r));
-    }
+    MaxSum total = cluster_reduce({m, d});
     // exp(x - M) / D = exp(x - half_max) * exp(half_max - M) / D: one exp per half, not per element.
 #pragma unroll
     for (int h = 0; h < HALVES; h++) {

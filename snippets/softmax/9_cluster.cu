@@ -7,7 +7,7 @@
 // between the reduction and the writes.
 #include <cooperative_groups.h>
 
-#include "reduce.cuh"
+#include "cluster_reduce.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -19,7 +19,6 @@ namespace cg = cooperative_groups;
 extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(512, 2)
 softmax_cluster(const float* x, float* y, int rows, int cols)
 {
-    __shared__ MaxSum block_stat;
     cg::cluster_group cluster = cg::this_cluster();
     int rank = cluster.block_rank();
     int row = blockIdx.x / CLUSTER;
@@ -53,15 +52,7 @@ softmax_cluster(const float* x, float* y, int rows, int cols)
 #pragma unroll
             for (int e = 0; e < 4; e++) d += __expf(v[k][e] - m);
     }
-    MaxSum s = block_reduce({m, d});
-    if (threadIdx.x == 0) {
-        block_stat = s;
-    }
-    cluster.sync();
-    MaxSum total = {-INFINITY, 0.0f};
-    for (int r = 0; r < CLUSTER; r++) {
-        total = merge(total, *cluster.map_shared_rank(&block_stat, r));
-    }
+    MaxSum total = cluster_reduce({m, d});
     float inv = 1.0f / total.d;
 #pragma unroll
     for (int k = 0; k < VEC; k++) {
