@@ -90,7 +90,7 @@ softmax_bulk_copy(const float* x, float* y, int rows, int cols)
         }
         half_max[h] = m = mh;
     }
-    MaxSum total = cluster_reduce({m, d});
+    MaxSum total = cluster_reduce<CLUSTER>({m, d});
     // exp(x - M) / D = exp(x - half_max) * exp(half_max - M) / D: one exp per half, not per element.
 #pragma unroll
     for (int h = 0; h < HALVES; h++) {

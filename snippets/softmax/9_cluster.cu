@@ -52,7 +52,7 @@ softmax_cluster(const float* x, float* y, int rows, int cols)
 #pragma unroll
             for (int e = 0; e < 4; e++) d += __expf(v[k][e] - m);
     }
-    MaxSum total = cluster_reduce({m, d});
+    MaxSum total = cluster_reduce<CLUSTER>({m, d});
     float inv = 1.0f / total.d;
 #pragma unroll
     for (int k = 0; k < VEC; k++) {

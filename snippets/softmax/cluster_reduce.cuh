@@ -6,9 +6,10 @@
 
 // --8<-- [start:cluster]
 // Each block reduces its part of the row and leaves the pair in its shared memory; after a
-// cluster barrier, every block merges all of them, read straight out of the others' shared
-// memory (distributed shared memory). The caller syncs the cluster once more before it exits,
-// so that no block's shared memory goes while another may still read it.
+// cluster barrier, every block reads all Blocks pairs at once, straight out of the others'
+// shared memory (distributed shared memory), and merges them. The caller syncs the cluster
+// once more before it exits, so that no block's shared memory goes while another may read it.
+template <int Blocks>
 __device__ __forceinline__ MaxSum cluster_reduce(MaxSum v)
 {
     __shared__ MaxSum block_stat;
@@ -18,9 +19,15 @@ __device__ __forceinline__ MaxSum cluster_reduce(MaxSum v)
         block_stat = s;
     }
     cluster.sync();
+    MaxSum part[Blocks];
+#pragma unroll
+    for (int r = 0; r < Blocks; r++) {
+        part[r] = *cluster.map_shared_rank(&block_stat, r);  // all in flight together
+    }
     MaxSum total = {-INFINITY, 0.0f};
-    for (unsigned r = 0; r < cluster.num_blocks(); r++) {
-        total = merge(total, *cluster.map_shared_rank(&block_stat, r));
+#pragma unroll
+    for (int r = 0; r < Blocks; r++) {
+        total = merge(total, part[r]);
     }
     return total;
 }
