@@ -667,7 +667,7 @@ def test_softmax_bulk_copy_takes_an_eighth_of_the_row_into_shared_memory():
         per_block = ((cols + 7) // 8 + 3) // 4 * 4
         assert launch.shared_bytes == 4 * per_block <= 65536
         assert 8 * per_block >= cols and launch.grid == (24,)
-    for cols, why in ((2047, "long rows"), (131073, "cluster's shared memory")):
+    for cols, why in ((2047, "long rows"), (131073, "cluster.s shared memory")):
         with pytest.raises(Unsupported, match=why):
             k.launch(Case(f"3x{cols}", rows=3, cols=cols))
 
@@ -700,3 +700,27 @@ def test_a_tensor_map_says_what_tma_cannot_describe():
     rung = next(k for k in experiment("matmul_fp16").kernels if k.name == "5_warp_specialized")
     with pytest.raises(Unsupported, match="N and K multiples of 8"):
         rung.launch(Case("ragged", m=17, n=33, k=65))
+
+
+@pytest.mark.parametrize("cols", [1, 3, 4, 5, 31, 32, 33, 64, 100, 128, 129, 255, 256, 257, 384, 385, 511, 512])
+def test_softmax_warp_per_row_launch_covers_every_element_once(cols):
+    """Rung 8's launch against its kernel's map from thread to (row, float4), written out here:
+    a group of ``lanes`` lanes (a power of two, so it never straddles a warp) takes
+    ``slots // per_row`` rows, 2 slots a lane, 4 once a row needs 3 or 4; every float4 of every
+    row belongs to exactly one thread of the grid."""
+    k = experiment("softmax").kernel("8_warp_per_row")
+    rows = 37
+    launch = k.launch(Case(f"{rows}x{cols}", rows=rows, cols=cols))
+    lanes = int(launch.args[-1])
+    assert lanes in (1, 2, 4, 8, 16, 32) and launch.block == (128,)
+    per_row = -(-cols // (4 * lanes))
+    slots = 2 if per_row <= 2 else 4
+    batch = slots // per_row
+    seen = np.zeros((rows, -(-cols // 4)), dtype=int)
+    for t in range(launch.grid[0] * launch.block[0]):
+        group, lane = divmod(t, lanes)
+        for s in range(batch * per_row):
+            row, f4 = group * batch + s // per_row, lane + lanes * (s % per_row)
+            if row < rows and 4 * f4 < cols:
+                seen[row, f4] += 1
+    assert (seen == 1).all()

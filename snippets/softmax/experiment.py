@@ -107,11 +107,12 @@ def warp_per_row(case):
     # One float4 per lane across the row while it is short (consecutive lanes read consecutive
     # bytes), all 32 lanes once it is 128 floats or longer: a power of two, 1 to 32.
     lanes = min(32, 1 << (cdiv(case.cols, 4) - 1).bit_length())
-    batch = 4 // cdiv(case.cols, 4 * lanes)  # rows per group of lanes, as in the kernel
+    per_row = cdiv(case.cols, 4 * lanes)
+    batch = (2 if per_row <= 2 else 4) // per_row  # rows per group of lanes, as in the kernel
     groups = cdiv(case.rows, batch)
-    if groups * lanes > 2**31 - 1 - 256 or case.rows > 2**31 - 1 - 8:
-        raise Unsupported("int thread and row indices: under 2^31 threads, and at most 2^31 - 9 rows")
-    return Launch(grid=(cdiv(groups * lanes, 256),), block=(256,), args=(*arguments, np.int32(lanes)))
+    if groups * lanes > 2**31 - 1 - 128 or case.rows > 2**31 - 1 - 4:
+        raise Unsupported("int thread and row indices: under 2^31 threads, and at most 2^31 - 5 rows")
+    return Launch(grid=(cdiv(groups * lanes, 128),), block=(128,), args=(*arguments, np.int32(lanes)))
 
 
 def long_rows(case, holder):
