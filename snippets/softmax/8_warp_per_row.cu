@@ -1,17 +1,17 @@
-// Rung 8, for short rows: a whole block per row of 32 floats leaves most threads idle and pays
-// for __syncthreads. Here a group of lanes within one warp owns the rows — as few lanes as a row
-// needs (1 to 32), so a warp may hold several short rows — keeps them in registers, and reduces
-// with shuffles inside the group alone: no shared memory, no block barrier. Each lane has SLOTS
-// float4 slots: 2, or 4 for rows of 384 floats and more; when a row needs fewer, the group takes
-// several rows at once, so every lane keeps SLOTS loads in flight whatever the row length. Two
-// slots and blocks of 128 threads beat four and 256 by 1 to 2% at 32, 128 and 256 columns on
-// the H100 (dev runs, 2026-11-23): more threads, each with less to wait for. The slots and the
-// slots a row needs are template parameters, picked by a switch once per thread: with them
-// known to the compiler, which slot belongs to which row is settled at compile time, and no
-// instruction is spent on slots of other rows. Each exp is computed once and kept. Indices are
-// ints, as fast as they can be (64-bit ones cost 3 to 8%): rows * cols is widened to size_t, and
-// the launch keeps the thread count and rows + 4 below 2^31 (about 32 threads per float32 row or
-// fewer: 2^36 elements).
+// Rung 8, for short rows (up to 256 floats): a whole block per row of 32 floats leaves most
+// threads idle and pays for __syncthreads. Here a group of lanes within one warp owns the rows —
+// as few lanes as a row needs (1 to 32), so a warp may hold several short rows — keeps them in
+// registers, and reduces with shuffles inside the group alone: no shared memory, no block
+// barrier. Each lane has two float4 slots; when a row needs one, the group takes two rows, so
+// every lane keeps two loads in flight whatever the row length. The slots a row needs are a
+// template parameter, picked by a switch once per thread: with it known to the compiler, which
+// slot belongs to which row is settled at compile time, and no instruction is spent on slots of
+// other rows. Why not four slots, for rows of 512: a kernel's register count is that of its
+// hungriest branch, and a four-slot branch took every row length from 30 registers to 46, from
+// 2048 threads an SM to 1280; on the H200 that cost the short rows 5 to 10% (dev runs,
+// 2026-11-23). Each exp is computed once and kept. Indices are ints, as fast as they can be
+// (64-bit ones cost 3 to 8%): rows * cols is widened to size_t, and the launch keeps the thread
+// count and rows + 2 below 2^31 (about 32 threads per float32 row or fewer: 2^36 elements).
 #include "reduce.cuh"
 
 // Shuffle reductions over aligned groups of `lanes` lanes (a power of two).
@@ -28,8 +28,10 @@ __device__ __forceinline__ float group_sum(float v, int lanes)
 }
 
 // --8<-- [start:kernel]
-// SLOTS float4 slots a lane, PER_ROW of them a row, SLOTS / PER_ROW rows a group of lanes.
-template <int SLOTS, int PER_ROW>
+#define SLOTS 2  // float4 slots a lane: rows of up to 32 lanes x 8 floats = 256 columns
+
+// PER_ROW float4 slots a row, SLOTS / PER_ROW rows a group of lanes.
+template <int PER_ROW>
 __device__ __forceinline__ void softmax_rows(const float* x, float* y, int rows, int cols, int lanes)
 {
     constexpr int BATCH = SLOTS / PER_ROW;
@@ -90,11 +92,7 @@ __device__ __forceinline__ void softmax_rows(const float* x, float* y, int rows,
 
 extern "C" __global__ void softmax_warp_per_row(const float* x, float* y, int rows, int cols, int lanes)
 {
-    switch ((cols + 4 * lanes - 1) / (4 * lanes)) {  // the slots one row needs, 1 to 4
-    case 1: return softmax_rows<2, 1>(x, y, rows, cols, lanes);
-    case 2: return softmax_rows<2, 2>(x, y, rows, cols, lanes);
-    case 3: return softmax_rows<4, 3>(x, y, rows, cols, lanes);
-    default: return softmax_rows<4, 4>(x, y, rows, cols, lanes);
-    }
+    if (cols > 4 * lanes) return softmax_rows<2>(x, y, rows, cols, lanes);  // one row a group
+    return softmax_rows<1>(x, y, rows, cols, lanes);                         // two rows a group
 }
 // --8<-- [end:kernel]

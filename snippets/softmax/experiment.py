@@ -102,16 +102,15 @@ def registers(case):
 
 def warp_per_row(case):
     arguments = args(case)
-    if case.cols > 32 * 4 * 4:
-        raise Unsupported("a row must fit in 4 float4 slots of each lane of a warp: at most 512 columns")
+    if case.cols > 32 * 4 * 2:
+        raise Unsupported("a row must fit in 2 float4 slots of each lane of a warp: at most 256 columns")
     # One float4 per lane across the row while it is short (consecutive lanes read consecutive
     # bytes), all 32 lanes once it is 128 floats or longer: a power of two, 1 to 32.
     lanes = min(32, 1 << (cdiv(case.cols, 4) - 1).bit_length())
-    per_row = cdiv(case.cols, 4 * lanes)
-    batch = (2 if per_row <= 2 else 4) // per_row  # rows per group of lanes, as in the kernel
+    batch = 2 // cdiv(case.cols, 4 * lanes)  # rows per group of lanes, as in the kernel
     groups = cdiv(case.rows, batch)
-    if groups * lanes > 2**31 - 1 - 128 or case.rows > 2**31 - 1 - 4:
-        raise Unsupported("int thread and row indices: under 2^31 threads, and at most 2^31 - 5 rows")
+    if groups * lanes > 2**31 - 1 - 128 or case.rows > 2**31 - 1 - 2:
+        raise Unsupported("int thread and row indices: under 2^31 threads, and at most 2^31 - 3 rows")
     return Launch(grid=(cdiv(groups * lanes, 128),), block=(128,), args=(*arguments, np.int32(lanes)))
 
 
