@@ -725,3 +725,33 @@ def test_softmax_warp_per_row_launch_covers_every_element_once(cols):
     assert (seen == 1).all()
     with pytest.raises(Unsupported, match="at most 256 columns"):
         k.launch(Case("3x257", rows=3, cols=257))
+
+
+
+@pytest.mark.parametrize("cols", [2048, 2052, 57344, 57348, 81920, 100_000, 131072, 262144])
+def test_softmax_on_chip_launch_splits_every_row_into_its_kernel_s_three_parts(cols):
+    """Rung 11's split of a row, written out from its kernel: the first float4s in shared
+    memory (in PIECES bulk copies), the next VEC a thread in registers, the rest read twice.
+    The parts cover the row once, shared memory is exactly the first part and fits beside the
+    kernel's static shared memory, and every bulk copy is a whole number of 16-byte units."""
+    k = experiment("softmax").kernel("11_on_chip")
+    source = (FOLDERS["softmax"] / k.source).read_text()
+    define = {name: int(re.search(rf"#define {name} (\d+)", source)[1]) for name in ("THREADS", "VEC", "SHARED_FLOATS", "PIECES")}
+    launch = k.launch(Case(f"3x{cols}", rows=3, cols=cols))
+    assert launch.grid == (3,) and launch.block == (define["THREADS"],)
+    n4 = cols // 4
+    n_shared = min(n4, define["SHARED_FLOATS"] // 4)
+    n_regs = min(n4 - n_shared, define["THREADS"] * define["VEC"])
+    assert launch.shared_bytes == 16 * n_shared <= 227 * 1024 - 1024  # room for the static part
+    piece = -(-n_shared // define["PIECES"])
+    seen = np.zeros(n4, dtype=int)
+    for p in range(define["PIECES"]):
+        lo = min(n_shared, p * piece)
+        seen[lo:min(n_shared, lo + piece)] += 1
+    seen[n_shared:n_shared + n_regs] += 1
+    seen[n_shared + n_regs:] += 1
+    assert (seen == 1).all()
+    with pytest.raises(Unsupported, match="multiple of 4 columns"):
+        k.launch(Case("3x4098", rows=3, cols=4098))
+    with pytest.raises(Unsupported, match="long rows"):
+        k.launch(Case("3x1024", rows=3, cols=1024))

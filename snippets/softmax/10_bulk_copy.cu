@@ -6,28 +6,13 @@
 // back to the TMA to write. A thread holds no chunk in registers, and an exp is computed once.
 #include <cooperative_groups.h>
 
-#include "hopper.cuh"  // mbarriers
+#include "bulk_copy.cuh"
 #include "cluster_reduce.cuh"
 
 namespace cg = cooperative_groups;
 
 #define CLUSTER 8
 #define HALVES 2
-
-// Global to shared memory, completing on `bar`; both addresses and `bytes` multiples of 16.
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, uint64_t* bar)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-                 ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar)) : "memory");
-}
-
-// Shared to global memory. The block must not exit before the TMA has read the source.
-__device__ __forceinline__ void bulk_store(void* dst, const void* src, unsigned bytes)
-{
-    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
-                 "cp.async.bulk.commit_group;\n"
-                 ::"l"(dst), "r"(smem_addr(src)), "r"(bytes) : "memory");
-}
 
 // --8<-- [start:kernel]
 extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(512, 3)
@@ -101,13 +86,13 @@ softmax_bulk_copy(const float* x, float* y, int rows, int cols)
             chunk[k] = make_float4(q.x * scale, q.y * scale, q.z * scale, q.w * scale);
         }
         if (bulk) {
-            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // our writes, before the TMA reads them
+            bulk_store_fence();
             __syncthreads();
             if (threadIdx.x == 0 && hi > lo) bulk_store(out + 4 * lo, chunk + lo, 16 * (hi - lo));
         }
     }
     if (bulk) {
-        if (threadIdx.x == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+        if (threadIdx.x == 0) bulk_read_wait<0>();
     } else {
         __syncthreads();
         const float* c = reinterpret_cast<const float*>(chunk);

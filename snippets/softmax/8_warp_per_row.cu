@@ -4,10 +4,10 @@
 // registers, and reduces with shuffles inside the group alone: no shared memory, no block
 // barrier. Each lane has two float4 slots; when a row needs one, the group takes two rows, so
 // every lane keeps two loads in flight whatever the row length. The slots a row needs are a
-// template parameter, picked by a switch once per thread: with it known to the compiler, which
+// template parameter, picked by a branch once per thread: with it known to the compiler, which
 // slot belongs to which row is settled at compile time, and no instruction is spent on slots of
 // other rows. Why not four slots, for rows of 512: a kernel's register count is that of its
-// hungriest branch, and a four-slot branch took every row length from 30 registers to 46, from
+// hungriest branch, and a four-slot branch took every row length from 32 registers to 46, from
 // 2048 threads an SM to 1280; on the H200 that cost the short rows 5 to 10% (dev runs,
 // 2026-11-23). Each exp is computed once and kept. Indices are ints, as fast as they can be
 // (64-bit ones cost 3 to 8%): rows * cols is widened to size_t, and the launch keeps the thread

@@ -139,6 +139,17 @@ def bulk_copy(case):
     return Launch(grid=(8 * case.rows,), block=(512,), args=arguments, shared_bytes=16 * cdiv(cdiv(case.cols, 8), 4))
 
 
+def on_chip(case):
+    arguments = args(case)
+    if case.cols < 2048:
+        raise Unsupported("meant for long rows (2048 columns and more); rungs 7 and 8 cover short ones")
+    if case.cols % 4:
+        raise Unsupported("the TMA copies whole float4s: a multiple of 4 columns, so that the row is 16-byte aligned")
+    # The row's first 57344 floats (224 KiB) are the block's dynamic shared memory; past
+    # them and its registers, any length (the rest is read twice).
+    return Launch(grid=(case.rows,), block=(1024,), args=arguments, shared_bytes=4 * min(case.cols, 57344))
+
+
 def torch_softmax(case, inputs, outputs):
     import torch
 
@@ -180,6 +191,7 @@ experiment = Experiment(
         Kernel("8_warp_per_row.cu", "softmax_warp_per_row", warp_per_row),
         Kernel("9_cluster.cu", "softmax_cluster", cluster),
         Kernel("10_bulk_copy.cu", "softmax_bulk_copy", bulk_copy, nvcc_options=("-arch=sm_90a",)),
+        Kernel("11_on_chip.cu", "softmax_on_chip", on_chip, nvcc_options=("-arch=sm_90a",)),
         PythonKernel("triton_softmax.py", requires=("torch", "triton")),
     ],
     cases=[*HEADLINE, *(matrix(SWEEP_ELEMENTS // 2**k, 2**k) for k in range(5, 18))],
@@ -193,6 +205,11 @@ experiment = Experiment(
         # float4 loads, and long rows (the cluster's) of odd length.
         matrix(16, 1000, "extremes", name="16x1000 extremes"),
         matrix(16, 4099, "extremes", name="16x4099 extremes"),
+        # Long enough for all three of rung 11's parts (shared memory, registers, read twice),
+        # and past the 131072 columns every other fast rung stops at.
+        matrix(12, 131072, "extremes", name="12x131072 extremes"),
+        matrix(8, 100_000, "neg_inf", name="8x100000 with -inf"),
+        matrix(3, 300_000),
     ],
     # 2^31 elements (8 GiB in, 8 GiB out): short rows (rung 7, Triton) and long ones
     # (rung 9), with rows * cols past every 32-bit index.
@@ -202,7 +219,7 @@ experiment = Experiment(
     inputs=inputs,
     reference=reference,
     outputs={"y": np.float32},
-    # float32 throughout, with sums of up to 131072 terms (a single thread's, in rungs 1 and 2).
+    # float32 throughout, with sums of up to 300000 terms (a single thread's, in rungs 1 and 2).
     tolerance=Tolerance(atol=1e-9, rtol=2e-4),
     bytes_moved=lambda case: 2 * 4 * case.rows * case.cols,  # read once, write once: the least
     # Per element: a max, a subtraction, an exp, an add to the sum and a scale, one flop each.
