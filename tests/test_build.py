@@ -63,6 +63,7 @@ def test_one_launch_or_library_failing_leaves_the_rest_of_its_experiment_running
     assert rows[("2_overflows", "small")].error.startswith("launch() raised OverflowError")
     assert rows[("broken", "one")].error == "RuntimeError: the library refused the call"
     # A block CUDA refuses is named before anything launches; an empty grid is a declared skip.
+    assert rows[("4_shared_48k", "small")].status == "ok"  # 48 KiB + static: opted in
     assert rows[("3_too_wide", "small")].status == "failed"
     assert rows[("3_too_wide", "small")].error.startswith("launch() raised InvalidLaunch: block (2048, 1, 1): "
                                                           "blockDim.x must be 1 to 1024")

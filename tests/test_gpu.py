@@ -66,6 +66,7 @@ def test_a_launch_or_library_that_raises_fails_its_row_and_the_rest_still_run():
     assert wide.status == "failed" and "InvalidLaunch: block (2048, 1, 1)" in wide.error, wide.error
     assert rows[("1_add", "empty")].status == "skipped" and "no blocks" in rows[("1_add", "empty")].error
     assert rows[("1_add", "one")].status == "ok"  # the context is fine after both
+    assert rows[("4_shared_48k", "small")].status == "ok"  # 48 KiB dynamic + static: opted in
     assert record.status == "failed" and any("2_overflows @ small" in p for p in record.problems)
 
 

@@ -27,6 +27,6 @@ def spin(*args, **launch):
     time.sleep(3600)  # the hang fixture: never returns
 
 
-KERNELS = {"spin": spin, "add": add, "add_again": add, "add_wide": add, "add_skip_last": add_skip_last, "add_reads_past_end": add,
+KERNELS = {"spin": spin, "add": add, "add_again": add, "add_wide": add, "add_shared": add, "add_skip_last": add_skip_last, "add_reads_past_end": add,
            "write_oob": write_oob, "noop": lambda *args, **launch: None,
            "fma_peak": lambda *args, **launch: None}

@@ -163,15 +163,26 @@ def _profiled(name: str, grid, block) -> None:
 
 
 class _Function:
+    """A kernel, with a few bytes of static shared memory (a reduction's scratch, say): as on a
+    real GPU, static and dynamic shared memory together get 48 KiB a block unless the kernel
+    has opted in to more dynamic shared memory."""
+
+    STATIC_SHARED = 128
+    DEFAULT_SHARED = 48 * 1024
+
     def __init__(self, name, impl):
         self.name, self.impl = name, impl
+        self.max_dynamic_shared = self.DEFAULT_SHARED - self.STATIC_SHARED
 
     def __call__(self, *args, grid, block, shared=0):
+        if shared > self.max_dynamic_shared:
+            raise Error("cuLaunchKernel failed: invalid argument")
         _profiled(self.name, grid, block)
         self.impl(*args, grid=grid, block=block)
 
     def set_attribute(self, attr, value):
-        pass
+        if attr == function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES:
+            self.max_dynamic_shared = value
 
 
 class _Module:
