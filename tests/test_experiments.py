@@ -755,3 +755,29 @@ def test_softmax_on_chip_launch_splits_every_row_into_its_kernel_s_three_parts(c
         k.launch(Case("3x4098", rows=3, cols=4098))
     with pytest.raises(Unsupported, match="long rows"):
         k.launch(Case("3x1024", rows=3, cols=1024))
+
+
+@pytest.mark.parametrize("cols", [2048, 2052, 4100, 100_000, 131068, 131072])
+def test_softmax_pipelined_launch_gives_every_block_three_chunks_it_can_hold(cols):
+    """Rung 12's chunks, written out from its kernel: an eighth of the row each, rounded up to
+    whole float4s, cover the row once; a chunk fits its block's threads (VEC float4s each), three
+    of them fit shared memory beside the static part, and the grid is whole clusters, at most 16."""
+    k = experiment("softmax").kernel("12_pipelined")
+    source = (FOLDERS["softmax"] / k.source).read_text()
+    define = {name: int(re.search(rf"#define {name} (\d+)", source)[1]) for name in ("CLUSTER", "THREADS", "VEC", "SLOTS")}
+    for rows in (1, 3, 16, 17, 128):
+        launch = k.launch(Case(f"{rows}x{cols}", rows=rows, cols=cols))
+        assert launch.block == (define["THREADS"],)
+        assert launch.grid[0] % define["CLUSTER"] == 0 and launch.grid[0] // define["CLUSTER"] == min(rows, 16)
+    stride = ((cols + define["CLUSTER"] - 1) // define["CLUSTER"] + 3) // 4
+    assert launch.shared_bytes == define["SLOTS"] * 16 * stride <= 227 * 1024 - 1024
+    seen = np.zeros(cols // 4, dtype=int)
+    for rank in range(define["CLUSTER"]):
+        begin = min(cols // 4, rank * stride)
+        n4 = min(cols // 4, begin + stride) - begin
+        assert 0 <= n4 <= define["THREADS"] * define["VEC"]
+        seen[begin:begin + n4] += 1
+    assert (seen == 1).all()
+    for bad, why in ((1024, "long rows"), (4098, "multiple of 4 columns"), (131076, "at most 131072 columns")):
+        with pytest.raises(Unsupported, match=why):
+            k.launch(Case(f"3x{bad}", rows=3, cols=bad))

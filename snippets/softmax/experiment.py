@@ -139,15 +139,31 @@ def bulk_copy(case):
     return Launch(grid=(8 * case.rows,), block=(512,), args=arguments, shared_bytes=16 * cdiv(cdiv(case.cols, 8), 4))
 
 
-def on_chip(case):
+def long_aligned_rows(case):
+    """The limits rungs 11 and 12 share: long rows, copied by the TMA in whole float4s."""
     arguments = args(case)
     if case.cols < 2048:
         raise Unsupported("meant for long rows (2048 columns and more); rungs 7 and 8 cover short ones")
     if case.cols % 4:
         raise Unsupported("the TMA copies whole float4s: a multiple of 4 columns, so that the row is 16-byte aligned")
+    return arguments
+
+
+def on_chip(case):
+    arguments = long_aligned_rows(case)
     # The row's first 57344 floats (224 KiB) are the block's dynamic shared memory; past
     # them and its registers, any length (the rest is read twice).
     return Launch(grid=(case.rows,), block=(1024,), args=arguments, shared_bytes=4 * min(case.cols, 57344))
+
+
+def pipelined(case):
+    arguments = long_aligned_rows(case)
+    if case.cols > 8 * 1024 * 4 * 4:
+        raise Unsupported("a block's eighth of the row must fit in its threads' registers: at most 131072 columns")
+    # 16 clusters of 8, as many as run at once on an H100 or H200 with one such block an SM (15 or
+    # 16): a cluster that starts late finds the rows gone and ends. Three chunks a block.
+    clusters = min(case.rows, 16)
+    return Launch(grid=(8 * clusters,), block=(1024,), args=arguments, shared_bytes=3 * 16 * cdiv(cdiv(case.cols, 8), 4))
 
 
 def torch_softmax(case, inputs, outputs):
@@ -192,6 +208,7 @@ experiment = Experiment(
         Kernel("9_cluster.cu", "softmax_cluster", cluster),
         Kernel("10_bulk_copy.cu", "softmax_bulk_copy", bulk_copy, nvcc_options=("-arch=sm_90a",)),
         Kernel("11_on_chip.cu", "softmax_on_chip", on_chip, nvcc_options=("-arch=sm_90a",)),
+        Kernel("12_pipelined.cu", "softmax_pipelined", pipelined, nvcc_options=("-arch=sm_90a",)),
         PythonKernel("triton_softmax.py", requires=("torch", "triton")),
     ],
     cases=[*HEADLINE, *(matrix(SWEEP_ELEMENTS // 2**k, 2**k) for k in range(5, 18))],

@@ -1,0 +1,177 @@
+// Rung 12, for the longest rows: rung 10's cluster of 8 blocks, each holding an eighth of the row
+// in shared memory, made persistent and pipelined. Rungs 9 to 11 give each row its own blocks,
+// which read the whole row before they write any of it; a wave of them starts together, so the
+// memory first mostly reads, then mostly writes, and the last wave leaves SMs idle. Here a
+// cluster stays on its 8 SMs and takes one row after another from a counter. Each block holds
+// three rows' chunks: while it reduces one, the TMA writes the row before it out and brings the
+// rows after it in, so that reads and writes overlap all through the run.
+#include <cooperative_groups.h>
+
+#include "bulk_copy.cuh"
+#include "reduce.cuh"
+
+namespace cg = cooperative_groups;
+
+#define CLUSTER 8
+#define THREADS 1024
+#define VEC 4    // float4s a thread holds: chunks of up to 1024 * 4 * 4 floats, an eighth of 131072
+#define SLOTS 3  // chunks a block holds: the row being reduced, and the rows before and after it
+#define AHEAD 4  // rows a block is told of ahead of need: drawn one round before they are fetched
+
+__device__ unsigned int next_row;       // rows drawn so far in this launch
+__device__ unsigned int clusters_done;  // clusters that have drawn a row past the last
+
+// The shared-memory address of `p` in block `rank` of the cluster.
+__device__ __forceinline__ unsigned cluster_addr(const void* p, unsigned rank)
+{
+    unsigned r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(smem_addr(p)), "r"(rank));
+    return r;
+}
+
+// Write `v` into block `rank`'s `slot`, completing its bytes on that block's `bar`: the receiver
+// waits on its own mbarrier, and nobody reads another block's shared memory.
+__device__ __forceinline__ void push(MaxSum* slot, uint64_t* bar, unsigned rank, MaxSum v)
+{
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];\n"
+                 ::"r"(cluster_addr(slot, rank)), "f"(v.m), "f"(v.d), "r"(cluster_addr(bar, rank)) : "memory");
+}
+
+__device__ __forceinline__ void push(int* slot, uint64_t* bar, unsigned rank, int v)
+{
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n"
+                 ::"r"(cluster_addr(slot, rank)), "r"(v), "r"(cluster_addr(bar, rank)) : "memory");
+}
+
+// A warp's (max, sum): the max first, then each sum rescaled to it and added, one exp a lane
+// (merge takes two a step). A row's reductions are on its critical path here, round after round.
+__device__ __forceinline__ MaxSum warp_pair(MaxSum v)
+{
+    float m = warp_max(v.m);
+    return {m, warp_sum(m == -INFINITY ? 0.0f : v.d * __expf(v.m - m))};
+}
+
+// The block's pair, in every thread, past one barrier: every warp reduces the warps' 32 pairs
+// itself. The caller syncs the block before the next call writes `partial` again.
+__device__ __forceinline__ MaxSum block_pair(MaxSum v)
+{
+    __shared__ MaxSum partial[THREADS / 32];
+    v = warp_pair(v);
+    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+    __syncthreads();
+    return warp_pair(partial[threadIdx.x % 32]);
+}
+
+// --8<-- [start:kernel]
+extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
+softmax_pipelined(const float* x, float* y, int rows, int cols)
+{
+    extern __shared__ float4 held[];  // SLOTS chunks of `stride` float4s
+    __shared__ uint64_t row_in[AHEAD], landed[SLOTS], stats_in[2];
+    __shared__ int row_of[AHEAD];
+    __shared__ __align__(8) MaxSum stats[2][CLUSTER];
+    unsigned rank = cg::this_cluster().block_rank();
+    // The host sees to it that cols % 4 == 0: every block's chunk is whole, aligned float4s.
+    int stride = ((cols + CLUSTER - 1) / CLUSTER + 3) / 4;  // float4s a chunk, at most
+    int begin = min(cols / 4, (int)rank * stride), n4 = min(cols / 4, begin + stride) - begin;
+    bool leader = rank == 0 && threadIdx.x == 0;
+
+    if (threadIdx.x == 0) {
+        for (int a = 0; a < AHEAD; a++) mbar_init(&row_in[a], 1);
+        for (int s = 0; s < SLOTS; s++) mbar_init(&landed[s], 1);
+        for (int b = 0; b < 2; b++) mbar_init(&stats_in[b], 1);
+        mbar_init_fence();
+        for (int a = 0; a < AHEAD; a++) mbar_expect_bytes(&row_in[a], sizeof(int));
+        for (int b = 0; b < 2; b++) mbar_expect_bytes(&stats_in[b], sizeof(MaxSum) * CLUSTER);
+    }
+    cg::this_cluster().sync();  // every block's mbarriers are ready before anyone pushes to them
+
+    // The cluster's j-th row is drawn by the leader and pushed to every block, whose thread 0
+    // then asks the TMA for its chunk. Row j is drawn and fetched only if row j - 1 was a real
+    // one, so each cluster draws exactly one row past the last, and the last cluster to do so
+    // resets the counters for the next launch. The leader uses the counter's answer only at its
+    // next draw, a round later, so that no thread waits for the atomic.
+    unsigned ticket = leader ? atomicAdd(&next_row, 1) : 0;
+    auto share = [&](int j) {
+        int row = ticket;
+        if (row >= rows && atomicAdd(&clusters_done, 1) == gridDim.x / CLUSTER - 1) {
+            next_row = 0;
+            clusters_done = 0;
+        }
+        for (int r = 0; r < CLUSTER; r++) push(&row_of[j % AHEAD], &row_in[j % AHEAD], r, row);
+        if (row < rows) ticket = atomicAdd(&next_row, 1);
+        return row < rows;
+    };
+    auto fetch = [&](int j) {
+        int a = j % AHEAD, s = j % SLOTS;
+        mbar_wait(&row_in[a], (j / AHEAD) & 1);
+        int row = row_of[a];
+        mbar_expect_bytes(&row_in[a], sizeof(int));  // for row j + AHEAD
+        if (row < rows) {
+            mbar_expect_bytes(&landed[s], 16 * n4);
+            if (n4 > 0) bulk_load(held + s * stride, x + (size_t)row * cols + 4 * begin, 16 * n4, &landed[s]);
+        }
+        return row < rows;
+    };
+    bool drawing = leader;  // the last row the leader shared was a real one
+    for (int j = 0; j < AHEAD && drawing; j++) drawing = share(j);
+    if (threadIdx.x == 0) fetch(0);  // alone: the first row lands soonest, and the writes can start
+
+    for (int k = 0;; k++) {
+        int s = k % SLOTS, b = k % 2;
+        float4* chunk = held + s * stride;
+        mbar_wait(&row_in[k % AHEAD], (k / AHEAD) & 1);
+        int row = row_of[k % AHEAD];
+        if (row >= rows) break;
+        mbar_wait(&landed[s], (k / SLOTS) & 1);
+        if (k == 0 && threadIdx.x == 0) fetch(1);
+
+        // This thread's float4s into registers: their max, then their exps against it.
+        float4 v[VEC];
+        float m = -INFINITY, d = 0.0f;
+#pragma unroll
+        for (int u = 0; u < VEC; u++) {
+            int i = threadIdx.x + u * THREADS;
+            v[u] = i < n4 ? chunk[i] : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+            m = fmaxf(m, fmaxf(fmaxf(v[u].x, v[u].y), fmaxf(v[u].z, v[u].w)));
+        }
+#pragma unroll
+        for (int u = 0; u < VEC; u++) {
+            v[u] = m == -INFINITY ? make_float4(0, 0, 0, 0)
+                                  : make_float4(__expf(v[u].x - m), __expf(v[u].y - m), __expf(v[u].z - m),
+                                                __expf(v[u].w - m));
+            d += v[u].x + v[u].y + v[u].z + v[u].w;
+        }
+        MaxSum mine = block_pair({m, d});
+        if (threadIdx.x < CLUSTER) push(&stats[b][rank], &stats_in[b], threadIdx.x, mine);
+
+        // While the other blocks' pairs come in: once the TMA has read row k - 1 out of its slot,
+        // the slot takes row k + 2 (if row k + 1 is a real one), and the leader shares row k + 3.
+        if (threadIdx.x == 0 && row_of[(k + 1) % AHEAD] < rows) {
+            if (k >= 1 && drawing) drawing = share(k + 3);
+            bulk_read_wait<0>();
+            fetch(k + 2);
+        }
+        mbar_wait(&stats_in[b], (k / 2) & 1);
+        MaxSum total = {-INFINITY, 0.0f};
+#pragma unroll
+        for (int r = 0; r < CLUSTER; r++) total.m = fmaxf(total.m, stats[b][r].m);
+#pragma unroll
+        for (int r = 0; r < CLUSTER; r++)
+            total.d += total.m == -INFINITY ? 0.0f : stats[b][r].d * __expf(stats[b][r].m - total.m);
+        if (threadIdx.x == 0) mbar_expect_bytes(&stats_in[b], sizeof(MaxSum) * CLUSTER);  // for row k + 2
+
+        // exp(x - M) / D = exp(x - m) * exp(m - M) / D, into the slot, and the TMA writes it out.
+        float scale = __expf(m - total.m) / total.d;
+#pragma unroll
+        for (int u = 0; u < VEC; u++) {
+            int i = threadIdx.x + u * THREADS;
+            if (i < n4) chunk[i] = make_float4(v[u].x * scale, v[u].y * scale, v[u].z * scale, v[u].w * scale);
+        }
+        bulk_store_fence();
+        __syncthreads();
+        if (threadIdx.x == 0 && n4 > 0) bulk_store(y + (size_t)row * cols + 4 * begin, chunk, 16 * n4);
+    }
+    if (threadIdx.x == 0) bulk_read_wait<0>();  // no block exits before the TMA has read its last row
+}
+// --8<-- [end:kernel]
