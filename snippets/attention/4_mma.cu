@@ -13,26 +13,11 @@
 // - K and V tiles are double-buffered: cp.async copies tile t+1 into one stage while the
 //   tensor cores read tile t from the other.
 // D must be 64 or 128, and N a multiple of 64 (whole tiles; no masking of a ragged end).
-#include "attention.cuh"
-#include "tensor_core.cuh"  // cp_async16, ldmatrix_x4(_trans) and mma_16816, shared with matmul_fp16
+#include "flash.cuh"  // load_rows, cp.async groups and pack, shared with rung 5
 
 #define BM 64  // queries per block: 4 warps x 16 rows
 #define BN 64  // keys per tile
 #define THREADS 128
-
-// Two floats rounded to the input type (to nearest) in one register, the first in the low half:
-// the order in which an mma operand register holds two consecutive elements.
-__device__ __forceinline__ unsigned pack(float lo, float hi, __half)
-{
-    __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<unsigned*>(&h);
-}
-
-__device__ __forceinline__ unsigned pack(float lo, float hi, __nv_bfloat16)
-{
-    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<unsigned*>(&h);
-}
 
 // The sum of a packed pair, as the tensor cores will see it.
 __device__ __forceinline__ float pair_sum(unsigned u, __half)
@@ -46,21 +31,6 @@ __device__ __forceinline__ float pair_sum(unsigned u, __nv_bfloat16)
     const float2 f = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&u));
     return f.x + f.y;
 }
-
-// --8<-- [start:load_tile]
-// 64 rows of D elements, from global memory (rows D apart) into shared memory (rows D + 8
-// apart: padded by 16 bytes, so the 8 row addresses of one ldmatrix fall in 8 different
-// 16-byte bank groups), in 16-byte cp.async copies. `src` points at the tile's first row.
-template <int D, typename T>
-__device__ __forceinline__ void load_tile(T* dst, const T* src)
-{
-    constexpr int CHUNKS = D / 8;  // 16-byte pieces of a row
-    for (int e = threadIdx.x; e < 64 * CHUNKS; e += THREADS) {
-        const int r = e / CHUNKS, c = e % CHUNKS;
-        cp_async16(dst + r * (D + 8) + c * 8, src + (long long)r * D + c * 8);
-    }
-}
-// --8<-- [end:load_tile]
 
 // --8<-- [start:kernel]
 template <typename T, int D>
@@ -80,10 +50,10 @@ __device__ __forceinline__ void flash(const T* Q, const T* K, const T* V, float*
     // Causal: key tiles up to the diagonal one, which holds the block's own queries (BM == BN).
     const int tiles = causal ? blockIdx.x + 1 : n / BN;
 
-    load_tile<D>(qs, Q + head + (long long)i0 * D);  // Q, and tile 0 into stage 0: one group
-    load_tile<D>(ks, k);
-    load_tile<D>(vs, v);
-    asm volatile("cp.async.commit_group;\n");
+    load_rows<D, THREADS>(qs, Q + head, BM, i0, n);  // Q, and tile 0 into stage 0: one group
+    load_rows<D, THREADS>(ks, k, BN, 0, n);
+    load_rows<D, THREADS>(vs, v, BN, 0, n);
+    cp_async_commit();
 
     const float scale_log2 = scale * LOG2E;
     float acc[DTILES][4];  // the warp's 16 x D outputs, as m16n8 accumulators
@@ -102,11 +72,11 @@ __device__ __forceinline__ void flash(const T* Q, const T* K, const T* V, float*
         // iteration t-1. The group is committed even when empty, so the wait below is always "all
         // but the newest group": tile t (and, the first time, Q) has landed.
         if (t + 1 < tiles) {
-            load_tile<D>(ks + (t + 1) % 2 * TILE, k + (long long)(t + 1) * BN * D);
-            load_tile<D>(vs + (t + 1) % 2 * TILE, v + (long long)(t + 1) * BN * D);
+            load_rows<D, THREADS>(ks + (t + 1) % 2 * TILE, k, BN, (t + 1) * BN, n);
+            load_rows<D, THREADS>(vs + (t + 1) % 2 * TILE, v, BN, (t + 1) * BN, n);
         }
-        asm volatile("cp.async.commit_group;\n");
-        asm volatile("cp.async.wait_group 1;\n");
+        cp_async_commit();
+        cp_async_wait<1>();
         __syncthreads();  // every thread's copies, visible to every warp
         const T* kt = ks + t % 2 * TILE;
         const T* vt = vs + t % 2 * TILE;
@@ -185,7 +155,7 @@ __device__ __forceinline__ void flash(const T* Q, const T* K, const T* V, float*
         }
         __syncthreads();  // every warp is done with stage t % 2 before iteration t+1 refills it
     }
-    asm volatile("cp.async.wait_group 0;\n");
+    cp_async_wait<0>();
 
     // The quad's partial sums make each row's l; O = acc / l, two floats per store.
 #pragma unroll

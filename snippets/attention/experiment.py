@@ -15,6 +15,7 @@ import numpy as np
 
 from labnotebook import Baseline, Case, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
 from labnotebook.run import draw
+from labnotebook.run.xp import namespace
 
 INT_MAX = 2**31 - 1
 MAX_GRID_YZ = 65535
@@ -24,7 +25,8 @@ MAX_N = INT_MAX - 1024
 NAIVE_SCORES = 1 << 26
 # The PyTorch composition holds S and P, each B x H x N x N floats: up to 4 GiB each.
 TORCH_NAIVE_BYTES = 4 << 30
-REFERENCE_CHUNK = 1 << 22  # float64 scores the reference holds per task (32 MiB)
+REFERENCE_CHUNK = 1 << 22  # float64 scores the reference holds per task on the host (32 MiB)
+GPU_REFERENCE_CHUNK = 1 << 27  # and on the GPU (1 GiB): fewer, larger products
 
 
 def shape(b, h, n, d, dtype="fp16", mask="none", kind=None):
@@ -50,11 +52,20 @@ def narrow(x, dtype):
     return ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16).view(np.int16)
 
 
-def widen(x):
-    """The exact values of fp16 or bf16 (int16 bits) inputs, in float64."""
-    if x.dtype == np.int16:
-        x = (x.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-    return x.astype(np.float64)
+# Every bf16 value, by its 16 bits (as unsigned): float64 holds each exactly. (Half of the NaNs
+# are signalling ones, which the widening quietly makes quiet.)
+with np.errstate(invalid="ignore"):
+    BF16_VALUES = (np.arange(1 << 16, dtype=np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+def widen(x, xp):
+    """The exact values of fp16 or bf16 (int16 bits) inputs, in float64, on the host or the GPU:
+    the array API reinterprets no bits, so bf16 looks its value up in a table of all 65536."""
+    if x.dtype != xp.int16:
+        return xp.astype(x, xp.float64)
+    values = xp.asarray(BF16_VALUES, device=x.device)
+    bits = xp.reshape(xp.astype(x, xp.int64) & 0xFFFF, (-1,))
+    return xp.reshape(xp.take(values, bits, axis=0), x.shape)
 
 
 def inputs(case, rng):
@@ -82,32 +93,40 @@ def inputs(case, rng):
 
 
 def reference(q, k, v, causal, scores):
-    """float64 from the exact input values, a block of queries of a group of heads at a time (on
-    every core): never the whole B x H x N x N of scores."""
+    """float64 from the exact input values, a block of queries of a group of heads at a time:
+    never the whole B x H x N x N of scores. Written for the array API (labnotebook.run.xp): on
+    the host, blocks of 32 MiB on every core; on the GPU, blocks of 1 GiB one after another."""
+    xp = namespace(q, k, v)
     b, h, n, d = q.shape
     causal = bool(causal[0])
-    q3, k3, v3 = (x.reshape(b * h, n, d) for x in (q, k, v))
-    out = np.empty((b * h, n, d), np.float64)
-    rows = max(1, min(n, REFERENCE_CHUNK // n))  # queries per task
-    heads = max(1, REFERENCE_CHUNK // (rows * n))  # heads per task
+    q3, k3, v3 = (xp.reshape(x, (b * h, n, d)) for x in (q, k, v))
+    out = xp.empty((b * h, n, d), dtype=xp.float64, device=q.device)
+    chunk = REFERENCE_CHUNK if xp is np else GPU_REFERENCE_CHUNK
+    rows = max(1, min(n, chunk // n))  # queries per task
+    heads = max(1, chunk // (rows * n))  # heads per task
 
     def one(task):
         g0, i0 = task
         g1, i1 = min(g0 + heads, b * h), min(i0 + rows, n)
         keys = i1 if causal else n  # causal: no query in i0:i1 sees a key past i1 - 1
-        qq, kk, vv = widen(q3[g0:g1, i0:i1]), widen(k3[g0:g1, :keys]), widen(v3[g0:g1, :keys])
+        qq, kk, vv = (widen(x, xp) for x in (q3[g0:g1, i0:i1, :], k3[g0:g1, :keys, :], v3[g0:g1, :keys, :]))
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN, as intended
-            s = qq @ kk.transpose(0, 2, 1) / math.sqrt(d)
+            s = qq @ xp.permute_dims(kk, (0, 2, 1)) / math.sqrt(d)
             if causal:
-                s[:, np.arange(i0, i1)[:, None] < np.arange(keys)[None, :]] = -np.inf
-            s -= s.max(axis=2, keepdims=True)
-            np.exp(s, out=s)
-            out[g0:g1, i0:i1] = (s @ vv) / s.sum(axis=2, keepdims=True)
+                query = xp.arange(i0, i1, device=q.device)
+                future = query[:, None] < xp.arange(keys, device=q.device)[None, :]
+                s = xp.where(future, -xp.inf, s)
+            s = xp.exp(s - xp.max(s, axis=2, keepdims=True))
+            out[g0:g1, i0:i1, :] = (s @ vv) / xp.sum(s, axis=2, keepdims=True)
 
     tasks = [(g, i) for g in range(0, b * h, heads) for i in range(0, n, rows)]
-    with ThreadPoolExecutor(draw.threads()) as pool:
-        list(pool.map(one, tasks))
-    return {"o": out.reshape(b, h, n, d)}
+    if xp is np:
+        with ThreadPoolExecutor(draw.threads()) as pool:
+            list(pool.map(one, tasks))
+    else:  # the GPU runs one block at a time anyway
+        for task in tasks:
+            one(task)
+    return {"o": xp.reshape(out, (b, h, n, d))}
 
 
 # -- launches -------------------------------------------------------------------------------------
@@ -158,6 +177,20 @@ def mma(case):
         raise Unsupported(f"whole tiles of 64 queries and 64 keys: N a multiple of 64; got N = {case.n}")
     # Q, then two stages of K and two of V: 64 rows of D + 8 halves each (16 bytes of padding).
     return Launch(grid=(case.n // 64, case.h, case.b), block=(128,), shared_bytes=5 * 64 * (case.d + 8) * 2,
+                  args=("q", "k", "v", "o", *scalars(case)))
+
+
+def flash2_shared_bytes(d):
+    """5_flash2.cu's shared memory: 128 queries and two stages of BN keys and BN values (BN = 64,
+    or 32 at D = 128), rows of D + 8 halves."""
+    bn = 32 if d == 128 else 64
+    return 2 * (d + 8) * (128 + 4 * bn)
+
+
+def flash2(case):
+    if case.d not in (64, 128):
+        raise Unsupported(f"compiled for D = 64 and D = 128 (the fragments are sized for each); got D = {case.d}")
+    return Launch(grid=(cdiv(case.n, 128), case.h, case.b), block=(128,), shared_bytes=flash2_shared_bytes(case.d),
                   args=("q", "k", "v", "o", *scalars(case)))
 
 
@@ -235,7 +268,7 @@ CASES = [*(shape(*s) for s in SWEEP),
 # N = 8192; 2e-5 leaves room, and still sees one key dropped from 8192 (a change of about
 # |v_j - o| / N, near 1e-4).
 FP32 = Tolerance(atol=2e-5, rtol=2e-5)
-# Rung 4 and SDPA round P (and SDPA also O) to the input type: 11 significant bits for fp16, 8 for
+# Rungs 4 and 5 and SDPA round P (and SDPA also O) to the input type: 11 significant bits for fp16, 8 for
 # bf16 (unit roundoff 2^-11 and 2^-8). The weights of a row then err by up to that share, which
 # shows most on short rows with large values (the first rows of a causal mask). The same
 # emulation, with P rounded, stayed under a fifth of these bounds for either type; at the fp16
@@ -264,15 +297,18 @@ experiment = Experiment(
                     timed_cases=tuple(c.name for c in CASES if naive_fits(c))),
              Kernel("2_online_row.cu", "attention_online_row", online_row),
              Kernel("3_tiled.cu", "attention_tiled", tiled),
-             Kernel("4_mma.cu", "attention_mma", mma, tolerance=rounded_p)],
+             Kernel("4_mma.cu", "attention_mma", mma, tolerance=rounded_p),
+             Kernel("5_flash2.cu", "attention_flash2", flash2, tolerance=rounded_p)],
     cases=CASES,
     edge_cases=[
-        # One of everything (rungs 3 and 4 say Unsupported at D = 1), and one query against one key.
+        # One of everything (rungs 3 to 5 say Unsupported at D = 1), and one query against one key.
+        # Rung 5 takes every N: 1, 17, 1000 and 4097 check its ragged tiles.
         shape(1, 1, 1, 1), shape(1, 1, 1, 64, "bf16", "causal"),
         shape(1, 2, 17, 64, mask="causal"), shape(2, 1, 17, 128, "bf16"),
         shape(2, 3, 1000, 64), shape(1, 2, 1000, 128, "bf16", "causal"),
         shape(1, 1, 4097, 64, mask="causal"), shape(1, 1, 4097, 128, "bf16"),
-        # Whole tiles, so that every rung runs: both types, both masks, both head dimensions.
+        # Whole tiles, so that every rung runs (rung 5's of 128 queries too, at 256): both types,
+        # both masks, both head dimensions.
         shape(2, 2, 256, 64, mask="causal"), shape(2, 2, 256, 128, "bf16", "causal"),
         shape(1, 2, 192, 128), shape(1, 2, 192, 64, "bf16"),
         shape(2, 2, 128, 64, kind="inf, NaN"), shape(2, 2, 128, 128, "bf16", kind="inf, NaN"),
@@ -292,7 +328,9 @@ experiment = Experiment(
     headline=Headline(case=HEADLINE.name, baseline="torch SDPA"),
     # cp.async, and bf16 tensor-core instructions: Ampere and later.
     min_compute_capability=(8, 0),
-    # The float64 reference at 4×16×8192×128 is about 2 TFLOP on the host, and rung 2 takes most of
-    # a second a launch there; the large case adds a minute or two.
+    # The float64 reference runs on the GPU wherever the inputs are large (about 2 TFLOP at
+    # 4×16×8192×128, seconds there, where the host would take minutes).
+    array_api_reference=True,
+    # Rung 2 takes most of a second a launch at 4×16×8192×128; the large case adds a minute.
     time_limit_s=1200,
 )

@@ -1,0 +1,205 @@
+// Rung 5: rung 4 at FlashAttention-2's proportions. The same mma.sync products and online
+// softmax in registers; what changes is who does what:
+// - A warp owns 32 query rows, not 16: two m16 tiles. Every fragment of K or V it reads from
+//   shared memory (ldmatrix) now feeds two mma instead of one, which halves the shared-memory
+//   traffic per flop; rung 4 read as many bytes of K and V as its tensor cores could use.
+// - So a block of 4 warps takes BM = 128 queries, and each K and V tile read from global memory
+//   serves 128 of them.
+// - The scale and the row maximum meet in one fused multiply-add inside exp2 (scores stay raw
+//   until then), and the row sums l add the fp32 weights before they are rounded for P V.
+// - Causal: the blocks with the most tiles to walk are launched first (reversed along x), so
+//   that the short ones fill the last wave; only the tiles that cross the diagonal are masked.
+// - Any N: rows past the end are zeros in shared memory (load_rows), keys past it are masked,
+//   and output rows past it are not written.
+// D must be 64 or 128.
+#include "flash.cuh"  // load_rows, cp.async groups and pack, shared with rung 4
+
+#define BM 128  // queries per block: 4 warps x 32 rows
+#define THREADS 128
+#define MT 2    // m16 tiles per warp
+
+// Keys per tile: 64, or 32 at D = 128, where a thread already holds 128 floats of O and 64 more
+// for S would not fit in its 255 registers.
+template <int D>
+struct Flash2 {
+    static constexpr int BN = D == 128 ? 32 : 64;
+};
+
+// --8<-- [start:kernel]
+template <typename T, int D>
+__device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float* O, int n, float scale, int causal)
+{
+    constexpr int BN = Flash2<D>::BN;
+    constexpr int STRIDE = D + 8;  // a row in shared memory, in elements
+    constexpr int KSTEPS = D / 16, DTILES = D / 8, NTILES = BN / 8;
+    extern __shared__ __align__(16) unsigned char smem[];
+    T* qs = reinterpret_cast<T*>(smem);  // the block's BM queries
+    T* ks = qs + BM * STRIDE;             // two stages of BN keys
+    T* vs = ks + 2 * BN * STRIDE;         // two stages of BN values
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int i0 = (causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * BM;
+    const long long head = head_index() * n * D;
+    const T* k = K + head;
+    const T* v = V + head;
+    const int keys = causal ? min(n, i0 + BM) : n;  // the keys any of the block's queries sees
+    const int tiles = (keys + BN - 1) / BN;
+
+    load_rows<D, THREADS>(qs, Q + head, BM, i0, n);  // Q, and tile 0 into stage 0: one group
+    load_rows<D, THREADS>(ks, k, BN, 0, n);
+    load_rows<D, THREADS>(vs, v, BN, 0, n);
+    cp_async_commit();
+
+    float acc[MT][DTILES][4];  // the warp's 32 x D outputs: two m16 tiles of m16n8 accumulators
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int dt = 0; dt < DTILES; ++dt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[mt][dt][e] = 0.0f;
+    // This thread's four rows: row0 + 16 * mt + 8 * h. Their running maxima (raw scores, the
+    // same in the 4 threads of a quad) and sums (of this thread's columns only).
+    const int row0 = i0 + warp * 32 + lane / 4;
+    float m[MT][2], l[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) m[mt][h] = -INFINITY, l[mt][h] = 0.0f;
+    const float scale_log2 = scale * LOG2E;
+
+    for (int t = 0; t < tiles; ++t) {
+        // Tile t+1 into the other stage, as in rung 4: its last readers passed the barrier
+        // that ended iteration t-1, and the wait leaves only that newest group in flight.
+        if (t + 1 < tiles) {
+            load_rows<D, THREADS>(ks + (t + 1) % 2 * BN * STRIDE, k, BN, (t + 1) * BN, n);
+            load_rows<D, THREADS>(vs + (t + 1) % 2 * BN * STRIDE, v, BN, (t + 1) * BN, n);
+        }
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncthreads();
+        const T* kt = ks + t % 2 * BN * STRIDE;
+        const T* vt = vs + t % 2 * BN * STRIDE;
+
+        // S = Q K^T, 32 x 64 per warp. Each K fragment (16 keys x 16 of D) serves both m-tiles.
+        float s[MT][NTILES][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < NTILES; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; ++kk) {
+            unsigned a[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+                ldmatrix_x4(a[mt], qs + (warp * 32 + 16 * mt + lane % 16) * STRIDE + 16 * kk + 8 * (lane / 16));
+#pragma unroll
+            for (int np = 0; np < NTILES / 2; ++np) {
+                unsigned b[4];
+                ldmatrix_x4(b, kt + (16 * np + lane % 8 + 8 * (lane / 16)) * STRIDE + 16 * kk + 8 * (lane / 8 % 2));
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    mma_16816(s[mt][2 * np], a[mt], b[0], b[1], T());
+                    mma_16816(s[mt][2 * np + 1], a[mt], b[2], b[3], T());
+                }
+            }
+        }
+
+        // Masks, only on the tiles that need one (a warp-uniform test): keys past the end, and
+        // causal keys after the query. Element e of n-tile nt of m-tile mt is row
+        // row0 + 16 mt + 8 (e / 2), key t BN + 8 nt + 2 (lane % 4) + e % 2.
+        const int key0 = t * BN;
+        if (key0 + BN > n || (causal && key0 + BN - 1 > i0 + warp * 32)) {
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int nt = 0; nt < NTILES; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int key = key0 + 8 * nt + 2 * (lane % 4) + e % 2;
+                        if (key >= n || (causal && key > row0 + 16 * mt + 8 * (e / 2))) s[mt][nt][e] = -INFINITY;
+                    }
+        }
+
+        // Online softmax, per row: the tile's maximum over the quad, then rescale what is held.
+        float shift[MT][2];  // the new maximum, times scale * log2(e): exp2(s * scale_log2 - shift)
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                float mx = m[mt][h];
+#pragma unroll
+                for (int nt = 0; nt < NTILES; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                shift[mt][h] = mx == -INFINITY ? 0.0f : mx * scale_log2;  // -inf - -inf would be NaN
+                const float alpha = exp2f(m[mt][h] * scale_log2 - shift[mt][h]);
+                m[mt][h] = mx;
+                l[mt][h] *= alpha;
+#pragma unroll
+                for (int dt = 0; dt < DTILES; ++dt) {
+                    acc[mt][dt][2 * h] *= alpha;
+                    acc[mt][dt][2 * h + 1] *= alpha;
+                }
+            }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < NTILES; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const float p = exp2f(fmaf(s[mt][nt][e], scale_log2, -shift[mt][e / 2]));
+                    s[mt][nt][e] = p;
+                    l[mt][e / 2] += p;
+                }
+
+        // O += P V, 16 keys at a time; each V fragment (16 keys x 16 of D) serves both m-tiles.
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+            unsigned a[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                a[mt][0] = pack(s[mt][2 * kk][0], s[mt][2 * kk][1], T());
+                a[mt][1] = pack(s[mt][2 * kk][2], s[mt][2 * kk][3], T());
+                a[mt][2] = pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1], T());
+                a[mt][3] = pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3], T());
+            }
+#pragma unroll
+            for (int dp = 0; dp < D / 16; ++dp) {
+                unsigned b[4];
+                ldmatrix_x4_trans(b, vt + (16 * kk + lane % 16) * STRIDE + 16 * dp + 8 * (lane / 16));
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    mma_16816(acc[mt][2 * dp], a[mt], b[0], b[1], T());
+                    mma_16816(acc[mt][2 * dp + 1], a[mt], b[2], b[3], T());
+                }
+            }
+        }
+        __syncthreads();  // every warp is done with stage t % 2 before iteration t+1 refills it
+    }
+    cp_async_wait<0>();
+
+    // The quad's partial sums make each row's l; O = acc / l, two floats per store, rows < n.
+    float* o = O + head;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float sum = l[mt][h];
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            const int row = row0 + 16 * mt + 8 * h;
+            if (row >= n) continue;
+#pragma unroll
+            for (int dt = 0; dt < DTILES; ++dt)
+                *reinterpret_cast<float2*>(o + (long long)row * D + 8 * dt + 2 * (lane % 4)) =
+                    make_float2(acc[mt][dt][2 * h] / sum, acc[mt][dt][2 * h + 1] / sum);
+        }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+attention_flash2(const void* q, const void* k, const void* v, float* o, int n, int d, float scale, int causal, int bf16)
+{
+    ATTENTION_DISPATCH(flash2, q, k, v, d, bf16, o, n, scale, causal);
+}
+// --8<-- [end:kernel]
