@@ -7,6 +7,12 @@
 //   serves 128 of them.
 // - The scale and the row maximum meet in one fused multiply-add inside exp2 (scores stay raw
 //   until then), and the row sums l add the fp32 weights before they are rounded for P V.
+// - O is rescaled only when some row of the warp found a new maximum in the tile, which random
+//   scores rarely do past a row's first tiles: up to 128 multiplies a thread saved per tile.
+// - At D = 128 a thread holds 128 floats of O and 64 of S: with Q's and K's fragments that is
+//   more than its 255 registers, and ptxas spills a few (176 bytes) to local memory. Tiles of 32
+//   keys fit without spilling, but were slower in trial runs on the H100 (twice the barriers
+//   and rescales per key), so the tile stays at 64.
 // - Causal: the blocks with the most tiles to walk are launched first (reversed along x), so
 //   that the short ones fill the last wave; only the tiles that cross the diagonal are masked.
 // - Any N: rows past the end are zeros in shared memory (load_rows), keys past it are masked,
@@ -15,21 +21,14 @@
 #include "flash.cuh"  // load_rows, cp.async groups and pack, shared with rung 4
 
 #define BM 128  // queries per block: 4 warps x 32 rows
+#define BN 64   // keys per tile
 #define THREADS 128
 #define MT 2    // m16 tiles per warp
-
-// Keys per tile: 64, or 32 at D = 128, where a thread already holds 128 floats of O and 64 more
-// for S would not fit in its 255 registers.
-template <int D>
-struct Flash2 {
-    static constexpr int BN = D == 128 ? 32 : 64;
-};
 
 // --8<-- [start:kernel]
 template <typename T, int D>
 __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float* O, int n, float scale, int causal)
 {
-    constexpr int BN = Flash2<D>::BN;
     constexpr int STRIDE = D + 8;  // a row in shared memory, in elements
     constexpr int KSTEPS = D / 16, DTILES = D / 8, NTILES = BN / 8;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -123,6 +122,8 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
 
         // Online softmax, per row: the tile's maximum over the quad, then rescale what is held.
         float shift[MT][2];  // the new maximum, times scale * log2(e): exp2(s * scale_log2 - shift)
+        float alpha[MT][2];  // what the old maximum's terms are multiplied by
+        bool rescale = false;
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -133,15 +134,18 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 shift[mt][h] = mx == -INFINITY ? 0.0f : mx * scale_log2;  // -inf - -inf would be NaN
-                const float alpha = exp2f(m[mt][h] * scale_log2 - shift[mt][h]);
+                alpha[mt][h] = exp2f(m[mt][h] * scale_log2 - shift[mt][h]);  // 1 exactly if mx == m
+                rescale |= alpha[mt][h] != 1.0f;
                 m[mt][h] = mx;
-                l[mt][h] *= alpha;
-#pragma unroll
-                for (int dt = 0; dt < DTILES; ++dt) {
-                    acc[mt][dt][2 * h] *= alpha;
-                    acc[mt][dt][2 * h + 1] *= alpha;
-                }
+                l[mt][h] *= alpha[mt][h];
             }
+        if (__any_sync(0xffffffffu, rescale))  // the warp's branch: all its lanes take it or none
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int dt = 0; dt < DTILES; ++dt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) acc[mt][dt][e] *= alpha[mt][e / 2];
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll

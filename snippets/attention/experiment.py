@@ -181,10 +181,9 @@ def mma(case):
 
 
 def flash2_shared_bytes(d):
-    """5_flash2.cu's shared memory: 128 queries and two stages of BN keys and BN values (BN = 64,
-    or 32 at D = 128), rows of D + 8 halves."""
-    bn = 32 if d == 128 else 64
-    return 2 * (d + 8) * (128 + 4 * bn)
+    """5_flash2.cu's shared memory: 128 queries and two stages of 64 keys and 64 values, rows of
+    D + 8 halves (102 KiB at D = 128: two blocks to an SM)."""
+    return 2 * (d + 8) * (128 + 4 * 64)
 
 
 def flash2(case):
