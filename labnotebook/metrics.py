@@ -13,14 +13,16 @@ def median_ms(row: Row | None) -> float | None:
 
 
 def throughput(row: Row) -> tuple[float | None, str | None]:
-    """``(value, unit)``: GB/s where the row moves bytes, else TFLOP/s where it does flops."""
+    """``(value, unit)``: TFLOP/s where the row counts flops (compute-bound work: an experiment
+    that declares both, as attention does for its roofline, is judged by its arithmetic), else
+    GB/s where it moves bytes."""
     ms = median_ms(row)
     if ms is None:
         return None, None
-    if row.bytes:
-        return row.bytes / (ms * 1e6), "GB/s"
     if row.flops:
         return row.flops / (ms * 1e9), "TFLOP/s"
+    if row.bytes:
+        return row.bytes / (ms * 1e6), "GB/s"
     return None, None
 
 
