@@ -47,6 +47,12 @@ def every_kernel(tmp_path_factory):
         return dict(zip(KERNELS, pool.map(one, KERNELS)))
 
 
+# Spills a rung takes on purpose, in bytes stored, as ptxas reported them when it was measured:
+# its header comment says why (attention's rung 5 holds a 32 x 128 tile of O and 32 x 64 of S a
+# warp, and tiles of 32 keys, which fit, ran slower). Any other figure, more or less, fails.
+DECLARED_SPILLS = {"attention/5_flash2.cu": 176}
+
+
 @pytest.mark.parametrize("source", KERNELS, ids=[k.relative_to(ROOT / "snippets").as_posix() for k in KERNELS])
 def test_every_kernel_compiles_for_sm90(source: Path, every_kernel):
     compiled = every_kernel[source]
@@ -56,7 +62,7 @@ def test_every_kernel_compiles_for_sm90(source: Path, every_kernel):
     assert compiled.resources, "ptxas -v reported no entry function"
     for report in compiled.resources.values():
         assert report["registers"] > 0
-        assert report["spill_store_bytes"] == 0
+        assert report["spill_store_bytes"] == DECLARED_SPILLS.get(source.relative_to(ROOT / "snippets").as_posix(), 0)
 
 
 def test_a_kernel_may_name_its_own_architecture():
