@@ -230,8 +230,11 @@ def test_every_launch_is_valid_or_unsupported(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_tensor_maps_describe_their_buffers(name):
-    """A TMA descriptor's shape and type are those of the buffer it names, at every edge case a
-    launch takes (a descriptor of the wrong shape reads the wrong elements, or past the end)."""
+    """A TMA descriptor covers exactly the buffer it names, at every edge case a launch takes: as
+    many elements, rows as long as the buffer's last dimension, elements of its size (a
+    descriptor of the wrong shape reads the wrong elements, or past the end). It may flatten the
+    leading dimensions (attention's (B H N) x D), and name another type of the same size: TMA
+    moves the bytes without reading them (fp16's descriptor carries bf16's bits)."""
     exp = experiment(name)
     for case in exp.edge_cases:
         x, _ = edge_data(name, case.name)
@@ -242,8 +245,8 @@ def test_tensor_maps_describe_their_buffers(name):
                 continue
             for a in launch.args:
                 if isinstance(a, TensorMap):
-                    got = (a.rows, a.cols, np.dtype(a.dtype))
-                    want = (*x[a.buffer].shape, x[a.buffer].dtype)
+                    got = (a.rows * a.cols, a.cols, np.dtype(a.dtype).itemsize)
+                    want = (x[a.buffer].size, x[a.buffer].shape[-1], x[a.buffer].dtype.itemsize)
                     assert got == want, f"{name}: kernel {k.name} at {case.name}: {a.buffer} is {want}, its map {got}"
 
 

@@ -56,11 +56,7 @@ __device__ __forceinline__ void flash(const T* Q, const T* K, const T* V, float*
     cp_async_commit();
 
     const float scale_log2 = scale * LOG2E;
-    float acc[DTILES][4];  // the warp's 16 x D outputs, as m16n8 accumulators
-#pragma unroll
-    for (int dt = 0; dt < DTILES; ++dt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[dt][e] = 0.0f;
+    float acc[DTILES][4] = {};  // the warp's 16 x D outputs, as m16n8 accumulators
     // This thread's two rows of the warp's 16 (lane/4 and lane/4 + 8): their running maxima
     // (the same in the 4 threads of the quad) and sums (of this thread's columns only, rescaled
     // alike: the quad adds them up at the end).
@@ -85,11 +81,7 @@ __device__ __forceinline__ void flash(const T* Q, const T* K, const T* V, float*
         // rows +0..7 and +8..15, each at d +0..7 and +8..15. K's rows are keys with D contiguous,
         // which is already the "col" layout mma wants for B: ldmatrix without .trans. Its four
         // 8x8 matrices: keys +0..7 and +8..15 (two n-tiles), each at d +0..7 and +8..15.
-        float s[NTILES][4];
-#pragma unroll
-        for (int nt = 0; nt < NTILES; ++nt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) s[nt][e] = 0.0f;
+        float s[NTILES][4] = {};
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk) {
             unsigned a[4];

@@ -6,11 +6,12 @@
 // - So a block of 4 warps takes BM = 128 queries, and each K and V tile read from global memory
 //   serves 128 of them.
 // - The scale and the row maximum meet in one fused multiply-add inside exp2 (scores stay raw
-//   until then), and the row sums l add the fp32 weights before they are rounded for P V.
+//   until then), an exp2 of one instruction (exp2_ftz: weights below 2^-126 become 0), and
+//   the row sums l add the fp32 weights before they are rounded for P V.
 // - O is rescaled only when some row of the warp found a new maximum in the tile, which random
 //   scores rarely do past a row's first tiles: up to 128 multiplies a thread saved per tile.
 // - At D = 128 a thread holds 128 floats of O and 64 of S: with Q's and K's fragments that is
-//   more than its 255 registers, and ptxas spills a few (176 bytes) to local memory. Tiles of 32
+//   more than its 255 registers, and ptxas spills a few (112 bytes) to local memory. Tiles of 32
 //   keys fit without spilling, but were slower in trial runs on the H100 (twice the barriers
 //   and rescales per key), so the tile stays at 64.
 // - Causal: the blocks with the most tiles to walk are launched first (reversed along x), so
@@ -48,13 +49,7 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
     load_rows<D, THREADS>(vs, v, BN, 0, n);
     cp_async_commit();
 
-    float acc[MT][DTILES][4];  // the warp's 32 x D outputs: two m16 tiles of m16n8 accumulators
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int dt = 0; dt < DTILES; ++dt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) acc[mt][dt][e] = 0.0f;
+    float acc[MT][DTILES][4] = {};  // the warp's 32 x D outputs: two m16 tiles of m16n8 accumulators
     // This thread's four rows: row0 + 16 * mt + 8 * h. Their running maxima (raw scores, the
     // same in the 4 threads of a quad) and sums (of this thread's columns only).
     const int row0 = i0 + warp * 32 + lane / 4;
@@ -79,13 +74,7 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
         const T* vt = vs + t % 2 * BN * STRIDE;
 
         // S = Q K^T, 32 x 64 per warp. Each K fragment (16 keys x 16 of D) serves both m-tiles.
-        float s[MT][NTILES][4];
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-            for (int nt = 0; nt < NTILES; ++nt)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.0f;
+        float s[MT][NTILES][4] = {};
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk) {
             unsigned a[MT][4];
@@ -134,7 +123,7 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 shift[mt][h] = mx == -INFINITY ? 0.0f : mx * scale_log2;  // -inf - -inf would be NaN
-                alpha[mt][h] = exp2f(m[mt][h] * scale_log2 - shift[mt][h]);  // 1 exactly if mx == m
+                alpha[mt][h] = exp2_ftz(m[mt][h] * scale_log2 - shift[mt][h]);  // 1 exactly if mx == m
                 rescale |= alpha[mt][h] != 1.0f;
                 m[mt][h] = mx;
                 l[mt][h] *= alpha[mt][h];
@@ -152,7 +141,7 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
             for (int nt = 0; nt < NTILES; ++nt)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
-                    const float p = exp2f(fmaf(s[mt][nt][e], scale_log2, -shift[mt][e / 2]));
+                    const float p = exp2_ftz(fmaf(s[mt][nt][e], scale_log2, -shift[mt][e / 2]));
                     s[mt][nt][e] = p;
                     l[mt][e / 2] += p;
                 }

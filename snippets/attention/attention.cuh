@@ -12,7 +12,17 @@
 #include <cuda_fp16.h>
 #include <math.h>
 
-#define LOG2E 1.4426950408889634f  // exp(x) = exp2(x * log2(e)); exp2f is one instruction
+#define LOG2E 1.4426950408889634f  // exp(x) = exp2(x * log2(e))
+
+// 2^x in one instruction (MUFU.EX2). exp2f adds three around it, to return results below 2^-126
+// as denormals; a weight that small, beside the row maximum's weight of 1, counts for nothing,
+// so the fast rungs flush it to zero (FlashAttention compiles with --use_fast_math to the same end).
+__device__ __forceinline__ float exp2_ftz(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
 
 __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
@@ -54,18 +64,19 @@ __device__ __forceinline__ float block_reduce(float v, float* scratch, Op op)
 }
 
 // The entry points take the input type and the head dimension at run time (the engine launches
-// one function per rung): call BODY<T, D>(Q, K, V, ...) for the pair they name. D is 64 or 128.
-#define ATTENTION_DISPATCH(BODY, q, k, v, d, bf16, ...)                                             \
-    do {                                                                                         \
-        if (bf16) {                                                                              \
-            const auto *Q_ = static_cast<const __nv_bfloat16*>(q), *K_ = static_cast<const __nv_bfloat16*>(k), \
-                       *V_ = static_cast<const __nv_bfloat16*>(v);                               \
-            if ((d) == 64) BODY<__nv_bfloat16, 64>(Q_, K_, V_, __VA_ARGS__);                     \
-            else BODY<__nv_bfloat16, 128>(Q_, K_, V_, __VA_ARGS__);                              \
-        } else {                                                                                 \
-            const auto *Q_ = static_cast<const __half*>(q), *K_ = static_cast<const __half*>(k),  \
-                       *V_ = static_cast<const __half*>(v);                                      \
-            if ((d) == 64) BODY<__half, 64>(Q_, K_, V_, __VA_ARGS__);                             \
-            else BODY<__half, 128>(Q_, K_, V_, __VA_ARGS__);                                      \
-        }                                                                                        \
+// one function per rung): call BODY<T, D>(...) for the pair they name, D 64 or 128. The
+// arguments may name the type as T_ (TYPE_DISPATCH); ATTENTION_DISPATCH casts Q, K and V to it.
+#define TYPE_DISPATCH(BODY, d, bf16, ...)                       \
+    do {                                                        \
+        if (bf16) {                                             \
+            using T_ = __nv_bfloat16;                           \
+            if ((d) == 64) BODY<T_, 64>(__VA_ARGS__);           \
+            else BODY<T_, 128>(__VA_ARGS__);                    \
+        } else {                                                \
+            using T_ = __half;                                  \
+            if ((d) == 64) BODY<T_, 64>(__VA_ARGS__);           \
+            else BODY<T_, 128>(__VA_ARGS__);                    \
+        }                                                       \
     } while (0)
+#define ATTENTION_DISPATCH(BODY, q, k, v, d, bf16, ...) \
+    TYPE_DISPATCH(BODY, d, bf16, static_cast<const T_*>(q), static_cast<const T_*>(k), static_cast<const T_*>(v), __VA_ARGS__)

@@ -15,6 +15,7 @@ import numpy as np
 
 from labnotebook import Baseline, Case, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
 from labnotebook.run import draw
+from labnotebook.run.tma import TensorMap
 from labnotebook.run.xp import namespace
 
 INT_MAX = 2**31 - 1
@@ -193,6 +194,28 @@ def flash2(case):
                   args=("q", "k", "v", "o", *scalars(case)))
 
 
+def wgmma_shared_bytes(d):
+    """6_wgmma.cu's shared memory: 128 queries and two stages of 128 keys and 128 values, rows of
+    D halves (unpadded: TMA swizzles them), and 1 KiB to align them for the swizzle (161 KiB at
+    D = 128: one block to an SM)."""
+    return 2 * d * (128 + 4 * 128) + 1024
+
+
+def wgmma(case):
+    """Rung 6 reads Q, K and V through TMA descriptors, each as one (B H N) x D matrix loaded 128
+    rows and 64 columns at a time. bf16 arrives as int16 bits: a descriptor moves 16-bit elements
+    without reading them (and fills zeros past the matrix), so fp16's serves both types."""
+    args = scalars(case)
+    if case.d not in (64, 128):
+        raise Unsupported(f"compiled for D = 64 and D = 128 (the wgmma shapes are sized for each); got D = {case.d}")
+    rows = case.b * case.h * case.n
+    if rows > INT_MAX:
+        raise Unsupported(f"TMA's row coordinates are ints: B x H x N at most 2^31 - 1; got {rows:,}")
+    maps = [TensorMap(x, rows, case.d, box=(128, 64)) for x in "qkv"]
+    return Launch(grid=(cdiv(case.n, 128), case.h, case.b), block=(384,), shared_bytes=wgmma_shared_bytes(case.d),
+                  args=(*maps, "o", *args))
+
+
 # -- baselines ------------------------------------------------------------------------------------
 
 def torch_qkv(case, inputs):
@@ -267,7 +290,7 @@ CASES = [*(shape(*s) for s in SWEEP),
 # N = 8192; 2e-5 leaves room, and still sees one key dropped from 8192 (a change of about
 # |v_j - o| / N, near 1e-4).
 FP32 = Tolerance(atol=2e-5, rtol=2e-5)
-# Rungs 4 and 5 and SDPA round P (and SDPA also O) to the input type: 11 significant bits for fp16, 8 for
+# Rungs 4 to 6 and SDPA round P (and SDPA also O) to the input type: 11 significant bits for fp16, 8 for
 # bf16 (unit roundoff 2^-11 and 2^-8). The weights of a row then err by up to that share, which
 # shows most on short rows with large values (the first rows of a causal mask). The same
 # emulation, with P rounded, stayed under a fifth of these bounds for either type; at the fp16
@@ -297,20 +320,25 @@ experiment = Experiment(
              Kernel("2_online_row.cu", "attention_online_row", online_row),
              Kernel("3_tiled.cu", "attention_tiled", tiled),
              Kernel("4_mma.cu", "attention_mma", mma, tolerance=rounded_p),
-             Kernel("5_flash2.cu", "attention_flash2", flash2, tolerance=rounded_p)],
+             Kernel("5_flash2.cu", "attention_flash2", flash2, tolerance=rounded_p),
+             # wgmma and setmaxnreg exist only on sm_90a.
+             Kernel("6_wgmma.cu", "attention_wgmma", wgmma, tolerance=rounded_p, nvcc_options=("-arch=sm_90a",))],
     cases=CASES,
     edge_cases=[
         # One of everything (rungs 3 to 5 say Unsupported at D = 1), and one query against one key.
-        # Rung 5 takes every N: 1, 17, 1000 and 4097 check its ragged tiles.
+        # Rungs 5 and 6 take every N: 1, 17, 1000 and 4097 check their ragged tiles.
         shape(1, 1, 1, 1), shape(1, 1, 1, 64, "bf16", "causal"),
         shape(1, 2, 17, 64, mask="causal"), shape(2, 1, 17, 128, "bf16"),
         shape(2, 3, 1000, 64), shape(1, 2, 1000, 128, "bf16", "causal"),
         shape(1, 1, 4097, 64, mask="causal"), shape(1, 1, 4097, 128, "bf16"),
-        # Whole tiles, so that every rung runs (rung 5's of 128 queries too, at 256): both types,
+        # Whole tiles, so that every rung runs (those of 128 queries too, at 256): both types,
         # both masks, both head dimensions.
         shape(2, 2, 256, 64, mask="causal"), shape(2, 2, 256, 128, "bf16", "causal"),
         shape(1, 2, 192, 128), shape(1, 2, 192, 64, "bf16"),
         shape(2, 2, 128, 64, kind="inf, NaN"), shape(2, 2, 128, 128, "bf16", kind="inf, NaN"),
+        # Ragged, with the NaN in the first rows of the head after a ragged one: rung 6's last
+        # tile of head (1, 0) reads them through TMA, and must zero them before P V.
+        shape(2, 2, 100, 64, kind="inf, NaN"), shape(2, 2, 100, 128, "bf16", kind="inf, NaN"),
     ],
     # 2^31 elements in each of Q, K and V (4 GiB each; O 8 GiB, its float64 reference 16 GiB on the
     # host): every offset past 32 bits, in short sequences, so the rungs take seconds.
@@ -325,7 +353,7 @@ experiment = Experiment(
     baselines=[Baseline("torch SDPA", torch_sdpa, tolerance=rounded_p),
                Baseline("torch naive", torch_naive)],
     headline=Headline(case=HEADLINE.name, baseline="torch SDPA"),
-    # cp.async, and bf16 tensor-core instructions: Ampere and later.
+    # cp.async, and bf16 tensor-core instructions: Ampere and later (rung 6, sm_90a: Hopper only).
     min_compute_capability=(8, 0),
     # The float64 reference runs on the GPU wherever the inputs are large (about 2 TFLOP at
     # 4×16×8192×128, seconds there, where the host would take minutes).
