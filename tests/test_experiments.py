@@ -784,3 +784,27 @@ def test_softmax_pipelined_launch_gives_every_block_three_chunks_it_can_hold(col
     for bad, why in ((1024, "long rows"), (4098, "multiple of 4 columns"), (131076, "at most 131072 columns")):
         with pytest.raises(Unsupported, match=why):
             k.launch(Case(f"3x{bad}", rows=3, cols=bad))
+
+
+@pytest.mark.parametrize("n", [1, 64, 100, 255, 256, 257, 4096, 4097])
+@pytest.mark.parametrize("d", [64, 128])
+def test_attention_mma_launches_match_their_kernels_tiles(n, d):
+    """Rungs 4 and 5, written out from their kernels: a block of THREADS threads per BM queries
+    (every query in exactly one block), shared memory for the block's queries and two stages of
+    BN keys and BN values in rows of D + 8 halves, within what a block may hold; rung 4 takes
+    whole tiles only."""
+    exp = experiment("attention")
+    for name in ("4_mma", "5_flash2"):
+        k = exp.kernel(name)
+        source = (FOLDERS["attention"] / k.source).read_text()
+        define = {m: int(re.search(rf"#define {m} (\d+)", source)[1]) for m in ("BM", "BN", "THREADS")}
+        case = Case(f"2×3×{n}×{d} fp16", b=2, h=3, n=n, d=d, dtype="fp16", mask="none")
+        if name == "4_mma" and n % define["BN"]:
+            with pytest.raises(Unsupported, match="multiple of 64"):
+                k.launch(case)
+            continue
+        launch = k.launch(case)
+        assert launch.block == (define["THREADS"],) and launch.grid[1:] == (3, 2)
+        assert (launch.grid[0] - 1) * define["BM"] < n <= launch.grid[0] * define["BM"]
+        rows = define["BM"] + 4 * define["BN"]
+        assert launch.shared_bytes == 2 * (d + 8) * rows <= MAX_SHARED

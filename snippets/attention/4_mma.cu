@@ -50,9 +50,9 @@ __device__ __forceinline__ void flash(const T* Q, const T* K, const T* V, float*
     // Causal: key tiles up to the diagonal one, which holds the block's own queries (BM == BN).
     const int tiles = causal ? blockIdx.x + 1 : n / BN;
 
-    load_rows<D, THREADS>(qs, Q + head, BM, i0, n);  // Q, and tile 0 into stage 0: one group
-    load_rows<D, THREADS>(ks, k, BN, 0, n);
-    load_rows<D, THREADS>(vs, v, BN, 0, n);
+    load_rows<D, BM, THREADS>(qs, Q + head, i0, n);  // Q, and tile 0 into stage 0: one group
+    load_rows<D, BN, THREADS>(ks, k, 0, n);
+    load_rows<D, BN, THREADS>(vs, v, 0, n);
     cp_async_commit();
 
     const float scale_log2 = scale * LOG2E;
@@ -68,8 +68,8 @@ __device__ __forceinline__ void flash(const T* Q, const T* K, const T* V, float*
         // iteration t-1. The group is committed even when empty, so the wait below is always "all
         // but the newest group": tile t (and, the first time, Q) has landed.
         if (t + 1 < tiles) {
-            load_rows<D, THREADS>(ks + (t + 1) % 2 * TILE, k, BN, (t + 1) * BN, n);
-            load_rows<D, THREADS>(vs + (t + 1) % 2 * TILE, v, BN, (t + 1) * BN, n);
+            load_rows<D, BN, THREADS>(ks + (t + 1) % 2 * TILE, k, (t + 1) * BN, n);
+            load_rows<D, BN, THREADS>(vs + (t + 1) % 2 * TILE, v, (t + 1) * BN, n);
         }
         cp_async_commit();
         cp_async_wait<1>();

@@ -3,15 +3,17 @@
 // - A warp owns 32 query rows, not 16: two m16 tiles. Every fragment of K or V it reads from
 //   shared memory (ldmatrix) now feeds two mma instead of one, which halves the shared-memory
 //   traffic per flop; rung 4 read as many bytes of K and V as its tensor cores could use.
-// - So a block of 4 warps takes BM = 128 queries, and each K and V tile read from global memory
-//   serves 128 of them.
+// - A block of 8 warps takes BM = 256 queries, so each K and V tile copied from global memory
+//   serves 256 of them. That takes 136 KiB of shared memory and, at 255 registers a thread,
+//   every register of an SM: one block to an SM, the same 8 warps as two blocks of 4 warps and
+//   128 queries, which were slower in trial runs on the H100 (twice the copies issued per warp).
+// - One barrier per tile: it says both that tile t has landed and that every warp is done with
+//   tile t-1, whose stage the copies of tile t+1 then refill.
 // - The scale and the row maximum meet in one fused multiply-add inside exp2 (scores stay raw
 //   until then), an exp2 of one instruction (exp2_ftz: weights below 2^-126 become 0), and
 //   the row sums l add the fp32 weights before they are rounded for P V.
-// - O is rescaled only when some row of the warp found a new maximum in the tile, which random
-//   scores rarely do past a row's first tiles: up to 128 multiplies a thread saved per tile.
 // - At D = 128 a thread holds 128 floats of O and 64 of S: with Q's and K's fragments that is
-//   more than its 255 registers, and ptxas spills a few (112 bytes) to local memory. Tiles of 32
+//   more than its 255 registers, and ptxas spills a few (28 bytes) to local memory. Tiles of 32
 //   keys fit without spilling, but were slower in trial runs on the H100 (twice the barriers
 //   and rescales per key), so the tile stays at 64.
 // - Causal: the blocks with the most tiles to walk are launched first (reversed along x), so
@@ -21,9 +23,9 @@
 // D must be 64 or 128.
 #include "flash.cuh"  // load_rows, cp.async groups and pack, shared with rung 4
 
-#define BM 128  // queries per block: 4 warps x 32 rows
+#define BM 256  // queries per block: 8 warps x 32 rows
 #define BN 64   // keys per tile
-#define THREADS 128
+#define THREADS 256
 #define MT 2    // m16 tiles per warp
 
 // --8<-- [start:kernel]
@@ -44,9 +46,9 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
     const int keys = causal ? min(n, i0 + BM) : n;  // the keys any of the block's queries sees
     const int tiles = (keys + BN - 1) / BN;
 
-    load_rows<D, THREADS>(qs, Q + head, BM, i0, n);  // Q, and tile 0 into stage 0: one group
-    load_rows<D, THREADS>(ks, k, BN, 0, n);
-    load_rows<D, THREADS>(vs, v, BN, 0, n);
+    load_rows<D, BM, THREADS>(qs, Q + head, i0, n);  // Q, and tile 0 into stage 0: one group
+    load_rows<D, BN, THREADS>(ks, k, 0, n);
+    load_rows<D, BN, THREADS>(vs, v, 0, n);
     cp_async_commit();
 
     float acc[MT][DTILES][4] = {};  // the warp's 32 x D outputs: two m16 tiles of m16n8 accumulators
@@ -61,15 +63,16 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
     const float scale_log2 = scale * LOG2E;
 
     for (int t = 0; t < tiles; ++t) {
-        // Tile t+1 into the other stage, as in rung 4: its last readers passed the barrier
-        // that ended iteration t-1, and the wait leaves only that newest group in flight.
+        // Tile t has landed, for this thread's copies; past the barrier, for every thread's. Past
+        // it too, every warp is done with tile t-1: tile t+1 goes into that stage, and has this
+        // whole iteration to land.
+        cp_async_wait<0>();
+        __syncthreads();
         if (t + 1 < tiles) {
-            load_rows<D, THREADS>(ks + (t + 1) % 2 * BN * STRIDE, k, BN, (t + 1) * BN, n);
-            load_rows<D, THREADS>(vs + (t + 1) % 2 * BN * STRIDE, v, BN, (t + 1) * BN, n);
+            load_rows<D, BN, THREADS>(ks + (t + 1) % 2 * BN * STRIDE, k, (t + 1) * BN, n);
+            load_rows<D, BN, THREADS>(vs + (t + 1) % 2 * BN * STRIDE, v, (t + 1) * BN, n);
         }
         cp_async_commit();
-        cp_async_wait<1>();
-        __syncthreads();
         const T* kt = ks + t % 2 * BN * STRIDE;
         const T* vt = vs + t % 2 * BN * STRIDE;
 
@@ -112,7 +115,6 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
         // Online softmax, per row: the tile's maximum over the quad, then rescale what is held.
         float shift[MT][2];  // the new maximum, times scale * log2(e): exp2(s * scale_log2 - shift)
         float alpha[MT][2];  // what the old maximum's terms are multiplied by
-        bool rescale = false;
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -123,18 +125,16 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 shift[mt][h] = mx == -INFINITY ? 0.0f : mx * scale_log2;  // -inf - -inf would be NaN
-                alpha[mt][h] = exp2_ftz(m[mt][h] * scale_log2 - shift[mt][h]);  // 1 exactly if mx == m
-                rescale |= alpha[mt][h] != 1.0f;
+                alpha[mt][h] = exp2_ftz(m[mt][h] * scale_log2 - shift[mt][h]);
                 m[mt][h] = mx;
                 l[mt][h] *= alpha[mt][h];
             }
-        if (__any_sync(0xffffffffu, rescale))  // the warp's branch: all its lanes take it or none
 #pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
+        for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-                for (int dt = 0; dt < DTILES; ++dt)
+            for (int dt = 0; dt < DTILES; ++dt)
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) acc[mt][dt][e] *= alpha[mt][e / 2];
+                for (int e = 0; e < 4; ++e) acc[mt][dt][e] *= alpha[mt][e / 2];
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -168,9 +168,7 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
                 }
             }
         }
-        __syncthreads();  // every warp is done with stage t % 2 before iteration t+1 refills it
     }
-    cp_async_wait<0>();
 
     // The quad's partial sums make each row's l; O = acc / l, two floats per store, rows < n.
     float* o = O + head;

@@ -157,6 +157,12 @@ def online_row(case):
     return Launch(grid=(case.n, case.h, case.b), block=(128,), args=("q", "k", "v", "o", *scalars(case)))
 
 
+def head_dims(case, what):
+    """Rungs 3 to 6 are compiled for D = 64 and D = 128, with ``what`` sized for each."""
+    if case.d not in (64, 128):
+        raise Unsupported(f"compiled for D = 64 and D = 128 (the {what} are sized for each); got D = {case.d}")
+
+
 def tiled_shared_bytes(d):
     """3_tiled.cu's shared memory, in floats times 4: 64 queries and BN keys and values (rows padded
     by one float) and the 64 x BN probabilities (padded likewise); BN is 64 for D = 64, 32 for 128."""
@@ -165,15 +171,13 @@ def tiled_shared_bytes(d):
 
 
 def tiled(case):
-    if case.d not in (64, 128):
-        raise Unsupported(f"compiled for D = 64 and D = 128 (the tiles are sized for each); got D = {case.d}")
+    head_dims(case, "tiles")
     return Launch(grid=(cdiv(case.n, 64), case.h, case.b), block=(256,), shared_bytes=tiled_shared_bytes(case.d),
                   args=("q", "k", "v", "o", *scalars(case)))
 
 
 def mma(case):
-    if case.d not in (64, 128):
-        raise Unsupported(f"compiled for D = 64 and D = 128 (the fragments are sized for each); got D = {case.d}")
+    head_dims(case, "fragments")
     if case.n % 64:
         raise Unsupported(f"whole tiles of 64 queries and 64 keys: N a multiple of 64; got N = {case.n}")
     # Q, then two stages of K and two of V: 64 rows of D + 8 halves each (16 bytes of padding).
@@ -182,15 +186,14 @@ def mma(case):
 
 
 def flash2_shared_bytes(d):
-    """5_flash2.cu's shared memory: 128 queries and two stages of 64 keys and 64 values, rows of
-    D + 8 halves (102 KiB at D = 128: two blocks to an SM)."""
-    return 2 * (d + 8) * (128 + 4 * 64)
+    """5_flash2.cu's shared memory: 256 queries and two stages of 64 keys and 64 values, rows of
+    D + 8 halves (136 KiB at D = 128: one block of 8 warps to an SM)."""
+    return 2 * (d + 8) * (256 + 4 * 64)
 
 
 def flash2(case):
-    if case.d not in (64, 128):
-        raise Unsupported(f"compiled for D = 64 and D = 128 (the fragments are sized for each); got D = {case.d}")
-    return Launch(grid=(cdiv(case.n, 128), case.h, case.b), block=(128,), shared_bytes=flash2_shared_bytes(case.d),
+    head_dims(case, "fragments")
+    return Launch(grid=(cdiv(case.n, 256), case.h, case.b), block=(256,), shared_bytes=flash2_shared_bytes(case.d),
                   args=("q", "k", "v", "o", *scalars(case)))
 
 
@@ -206,8 +209,7 @@ def wgmma(case):
     rows and 64 columns at a time. bf16 arrives as int16 bits: a descriptor moves 16-bit elements
     without reading them (and fills zeros past the matrix), so fp16's serves both types."""
     args = scalars(case)
-    if case.d not in (64, 128):
-        raise Unsupported(f"compiled for D = 64 and D = 128 (the wgmma shapes are sized for each); got D = {case.d}")
+    head_dims(case, "wgmma shapes")
     rows = case.b * case.h * case.n
     if rows > INT_MAX:
         raise Unsupported(f"TMA's row coordinates are ints: B x H x N at most 2^31 - 1; got {rows:,}")
@@ -249,6 +251,23 @@ def torch_sdpa(case, inputs, outputs):
     # Scale 1/sqrt(D), PyTorch's default. Its output is in the input type, not the engine's
     # float32 buffer: returned as it is.
     return lambda: {"o": AsFloat32(F.scaled_dot_product_attention(q, k, v, is_causal=causal))}
+
+
+def torch_flash2(case, inputs, outputs):
+    """SDPA held to its FlashAttention-2 backend: rung 5's design (mma.sync, written for Ampere)
+    as its authors ship it. Left to choose, SDPA takes cuDNN's Hopper kernel instead."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    if case.d % 8 or case.d > 256:
+        raise Unsupported(f"FlashAttention-2 takes D a multiple of 8, up to 256; got D = {case.d}")
+    q, k, v = torch_qkv(case, inputs)
+    causal = case.mask == "causal"
+
+    def run():
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):  # fails, rather than falls back, if it cannot
+            return {"o": AsFloat32(F.scaled_dot_product_attention(q, k, v, is_causal=causal))}
+    return run
 
 
 def torch_naive(case, inputs, outputs):
@@ -351,6 +370,7 @@ experiment = Experiment(
     bytes_moved=bytes_moved,
     intensity=lambda case: flops(case) / bytes_moved(case),
     baselines=[Baseline("torch SDPA", torch_sdpa, tolerance=rounded_p),
+               Baseline("torch FA2", torch_flash2, tolerance=rounded_p),
                Baseline("torch naive", torch_naive)],
     headline=Headline(case=HEADLINE.name, baseline="torch SDPA"),
     # cp.async, and bf16 tensor-core instructions: Ampere and later (rung 6, sm_90a: Hopper only).

@@ -5,21 +5,25 @@
 #include "tensor_core.cuh"  // cp_async16, ldmatrix_x4(_trans) and mma_16816, shared with matmul_fp16
 
 // --8<-- [start:load_rows]
-// Rows first .. first + rows - 1 of one head's N x D matrix `src`, into shared memory `dst`
+// ROWS rows, first .. first + ROWS - 1, of one head's N x D matrix `src`, into shared memory `dst`
 // with rows D + 8 apart (padded by 16 bytes, so that the 8 row addresses of one ldmatrix fall in
 // 8 different 16-byte bank groups), in 16-byte cp.async copies by the block's THREADS threads.
 // Rows at or past n are zeros, written directly: a ragged last tile then holds queries and keys
 // that score 0 and values of 0, never whatever memory follows the matrix (a NaN there, times a
 // weight of 0, would still be NaN).
-template <int D, int THREADS, typename T>
-__device__ __forceinline__ void load_rows(T* dst, const T* src, int rows, int first, int n)
+template <int D, int ROWS, int THREADS, typename T>
+__device__ __forceinline__ void load_rows(T* dst, const T* src, int first, int n)
 {
-    constexpr int CHUNKS = D / 8;  // 16-byte pieces of a row
-    for (int e = threadIdx.x; e < rows * CHUNKS; e += THREADS) {
-        const int r = e / CHUNKS, c = e % CHUNKS;
-        T* to = dst + r * (D + 8) + c * 8;
-        if (first + r < n) cp_async16(to, src + (long long)(first + r) * D + c * 8);
-        else *reinterpret_cast<uint4*>(to) = make_uint4(0, 0, 0, 0);
+    constexpr int CHUNKS = D / 8;             // 16-byte pieces of a row
+    constexpr int STEP = THREADS / CHUNKS;    // rows between one thread's pieces
+    static_assert(THREADS % CHUNKS == 0 && ROWS % STEP == 0, "every thread copies as many pieces");
+    const int r = threadIdx.x / CHUNKS, c = threadIdx.x % CHUNKS;
+    T* to = dst + r * (D + 8) + c * 8;
+    const T* from = src + (long long)(first + r) * D + c * 8;
+#pragma unroll  // a fixed count: no loop, and offsets that are constants
+    for (int i = 0; i < ROWS / STEP; ++i) {
+        if (first + r + i * STEP < n) cp_async16(to + i * STEP * (D + 8), from + i * STEP * D);
+        else *reinterpret_cast<uint4*>(to + i * STEP * (D + 8)) = make_uint4(0, 0, 0, 0);
     }
 }
 // --8<-- [end:load_rows]
