@@ -13,7 +13,7 @@
 //   until then), an exp2 of one instruction (exp2_ftz: weights below 2^-126 become 0), and
 //   the row sums l add the fp32 weights before they are rounded for P V.
 // - At D = 128 a thread holds 128 floats of O and 64 of S: with Q's and K's fragments that is
-//   more than its 255 registers, and ptxas spills a few (28 bytes) to local memory. Tiles of 32
+//   more than its 255 registers, and ptxas spills a few (56 bytes) to local memory. Tiles of 32
 //   keys fit without spilling, but were slower in trial runs on the H100 (twice the barriers
 //   and rescales per key), so the tile stays at 64.
 // - Causal: the blocks with the most tiles to walk are launched first (reversed along x), so
