@@ -146,7 +146,7 @@ def test_attention_is_judged_by_its_arithmetic_and_each_tensor_core_rung_beats_t
     from labnotebook.metrics import pct_of_ceiling, throughput
 
     record = stored("attention", SETTINGS.gpu).record
-    for kernel in ("4_mma", "5_flash2", "6_wgmma", "torch SDPA"):
+    for kernel in ("4_mma", "5_flash2", "6_wgmma", "torch FA2", "torch SDPA"):
         r = row("attention", kernel, "4×16×4096×128 fp16")
         value, unit = throughput(r)
         assert unit == "TFLOP/s" and value == pytest.approx(r.flops / (r.time.median_ms * 1e9))
