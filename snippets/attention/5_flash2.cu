@@ -1,32 +1,41 @@
 // Rung 5: rung 4 at FlashAttention-2's proportions. The same mma.sync products and online
-// softmax in registers; what changes is who does what:
+// softmax in registers; what changes is who does what, and how often O is rescaled:
 // - A warp owns 32 query rows, not 16: two m16 tiles. Every fragment of K or V it reads from
 //   shared memory (ldmatrix) now feeds two mma instead of one, which halves the shared-memory
-//   traffic per flop; rung 4 read as many bytes of K and V as its tensor cores could use.
-// - A block of 8 warps takes BM = 256 queries, so each K and V tile copied from global memory
-//   serves 256 of them. That takes 136 KiB of shared memory and, at 255 registers a thread,
-//   every register of an SM: one block to an SM, the same 8 warps as two blocks of 4 warps and
-//   128 queries, which were slower in trial runs on the H100 (twice the copies issued per warp).
+//   reads of K and V per flop; rung 4 read as many bytes of them as its tensor cores could use.
+// - A block of 4 warps takes BM = 128 queries, FlashAttention-2's tile: at 255 registers a
+//   thread, two such blocks fill an SM (8 warps), and they wait at their barriers independently.
+// - Tile t+1's keys are copied right after the barrier, its values only after Q K^T: the copies
+//   go out in two smaller bursts, not one, beside the shared-memory reads of the products.
 // - One barrier per tile: it says both that tile t has landed and that every warp is done with
-//   tile t-1, whose stage the copies of tile t+1 then refill.
-// - The scale and the row maximum meet in one fused multiply-add inside exp2 (scores stay raw
-//   until then), an exp2 of one instruction (exp2_ftz: weights below 2^-126 become 0), and
-//   the row sums l add the fp32 weights before they are rounded for P V.
+//   tile t-1, whose stage tile t+1's copies then refill.
+// - A lazy maximum: the maximum that the weights are taken against moves, and O and l are
+//   rescaled, only when some row of the warp has grown by more than 2^8 in weight. Weights may
+//   then reach 256, which fp16 and bf16 hold to the same relative precision as 1, and the
+//   quotient O / l is the same. With this notebook's random inputs only a row's first tile
+//   moves it, and the 128 multiplies of O a tile are skipped; inputs whose maxima climb
+//   steeply rescale more often. (FlashAttention-4 is reported to rescale on such a test.)
+// - The scale and the maximum meet in one fused multiply-add inside exp2 (scores stay raw until
+//   then), an exp2 of one instruction (exp2_ftz: weights below 2^-126 become 0), and the row
+//   sums l add the fp32 weights before they are rounded for P V.
 // - At D = 128 a thread holds 128 floats of O and 64 of S: with Q's and K's fragments that is
-//   more than its 255 registers, and ptxas spills a few (56 bytes) to local memory. Tiles of 32
-//   keys fit without spilling, but were slower in trial runs on the H100 (twice the barriers
-//   and rescales per key), so the tile stays at 64.
+//   more than its 255 registers, and ptxas spills a few bytes to local memory. Tiles of 32
+//   keys fit without spilling, but an earlier version ran slower with them in trials on the
+//   H100 (twice the barriers per key), so the tile stays at 64.
 // - Causal: the blocks with the most tiles to walk are launched first (reversed along x), so
-//   that the short ones fill the last wave; only the tiles that cross the diagonal are masked.
+//   that the short ones fill the last wave; a warp masks only the tiles that cross its rows'
+//   diagonal.
 // - Any N: rows past the end are zeros in shared memory (load_rows), keys past it are masked,
 //   and output rows past it are not written.
+// Shared memory: 128 queries and two stages of 64 keys and 64 values, 102 KiB at D = 128.
 // D must be 64 or 128.
 #include "flash.cuh"  // load_rows, cp.async groups and pack, shared with rung 4
 
-#define BM 256  // queries per block: 8 warps x 32 rows
-#define BN 64   // keys per tile
-#define THREADS 256
-#define MT 2    // m16 tiles per warp
+#define BM 128     // queries per block: 4 warps x 32 rows
+#define BN 64      // keys per tile
+#define THREADS 128
+#define MT 2       // m16 tiles per warp
+#define GROWTH 8.0f  // log2 of how far a row's weights may grow before O is rescaled
 
 // --8<-- [start:kernel]
 template <typename T, int D>
@@ -52,26 +61,26 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
     cp_async_commit();
 
     float acc[MT][DTILES][4] = {};  // the warp's 32 x D outputs: two m16 tiles of m16n8 accumulators
-    // This thread's four rows: row0 + 16 * mt + 8 * h. Their running maxima (raw scores, the
-    // same in the 4 threads of a quad) and sums (of this thread's columns only).
+    // This thread's four rows: row0 + 16 * mt + 8 * h. Their maxima (raw scores, the same in the
+    // 4 threads of a quad; the lazy one the weights are taken against), that maximum times
+    // scale * log2(e) (`shift`: a weight is exp2(s * scale_log2 - shift)), and their sums (of
+    // this thread's columns only).
     const int row0 = i0 + warp * 32 + lane / 4;
     float m[MT][2], l[MT][2];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int h = 0; h < 2; ++h) m[mt][h] = -INFINITY, l[mt][h] = 0.0f;
+    float shift[MT][2] = {};  // 0 while m is -inf: -inf - -inf would be NaN
     const float scale_log2 = scale * LOG2E;
 
     for (int t = 0; t < tiles; ++t) {
         // Tile t has landed, for this thread's copies; past the barrier, for every thread's. Past
-        // it too, every warp is done with tile t-1: tile t+1 goes into that stage, and has this
-        // whole iteration to land.
+        // it too, every warp is done with tile t-1: tile t+1 goes into that stage, keys now and
+        // values after Q K^T, and has the rest of this iteration to land.
         cp_async_wait<0>();
         __syncthreads();
-        if (t + 1 < tiles) {
-            load_rows<D, BN, THREADS>(ks + (t + 1) % 2 * BN * STRIDE, k, (t + 1) * BN, n);
-            load_rows<D, BN, THREADS>(vs + (t + 1) % 2 * BN * STRIDE, v, (t + 1) * BN, n);
-        }
+        if (t + 1 < tiles) load_rows<D, BN, THREADS>(ks + (t + 1) % 2 * BN * STRIDE, k, (t + 1) * BN, n);
         cp_async_commit();
         const T* kt = ks + t % 2 * BN * STRIDE;
         const T* vt = vs + t % 2 * BN * STRIDE;
@@ -96,6 +105,8 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
             }
         }
 
+        if (t + 1 < tiles) load_rows<D, BN, THREADS>(vs + (t + 1) % 2 * BN * STRIDE, v, (t + 1) * BN, n);
+        cp_async_commit();
         // Masks, only on the tiles that need one (a warp-uniform test): keys past the end, and
         // causal keys after the query. Element e of n-tile nt of m-tile mt is row
         // row0 + 16 mt + 8 (e / 2), key t BN + 8 nt + 2 (lane % 4) + e % 2.
@@ -112,9 +123,11 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
                     }
         }
 
-        // Online softmax, per row: the tile's maximum over the quad, then rescale what is held.
-        float shift[MT][2];  // the new maximum, times scale * log2(e): exp2(s * scale_log2 - shift)
-        float alpha[MT][2];  // what the old maximum's terms are multiplied by
+        // Online softmax: each row's maximum over the tile and the quad. The warp moves its
+        // maxima, and rescales O and l, only if some row grew by more than 2^GROWTH in weight
+        // (a first finite score always does: from -inf the growth is infinite).
+        float cand[MT][2];
+        bool grow = false;
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -124,17 +137,28 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
                 for (int nt = 0; nt < NTILES; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                shift[mt][h] = mx == -INFINITY ? 0.0f : mx * scale_log2;  // -inf - -inf would be NaN
-                alpha[mt][h] = exp2_ftz(m[mt][h] * scale_log2 - shift[mt][h]);
-                m[mt][h] = mx;
-                l[mt][h] *= alpha[mt][h];
+                cand[mt][h] = mx;
+                grow |= (mx - m[mt][h]) * scale_log2 > GROWTH;
             }
+        if (__any_sync(0xffffffffu, grow)) {
+            float alpha[MT][2];
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
+            for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-            for (int dt = 0; dt < DTILES; ++dt)
+                for (int h = 0; h < 2; ++h) {
+                    const float sh = cand[mt][h] == -INFINITY ? 0.0f : cand[mt][h] * scale_log2;
+                    alpha[mt][h] = exp2_ftz(m[mt][h] * scale_log2 - sh);  // what the old terms are multiplied by
+                    m[mt][h] = cand[mt][h];
+                    shift[mt][h] = sh;
+                    l[mt][h] *= alpha[mt][h];
+                }
 #pragma unroll
-                for (int e = 0; e < 4; ++e) acc[mt][dt][e] *= alpha[mt][e / 2];
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int dt = 0; dt < DTILES; ++dt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) acc[mt][dt][e] *= alpha[mt][e / 2];
+        }
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
