@@ -1,4 +1,5 @@
-"""Figures derived from stored rows: throughput, % of the measured ceiling, speed-ups, occupancy.
+"""Figures derived from stored rows: throughput, % of the measured ceiling, occupancy (how two rows
+compare is the noise rule's, in noise.py).
 
 Used by ``--summary`` and by the site, so both always say the same thing about a row.
 """
@@ -45,13 +46,6 @@ def pct_of_ceiling(row: Row, record: Record) -> float | None:
     if unit != "GB/s" or not ceiling or row.kind == "transfer" or row.device == "cpu":
         return None
     return 100.0 * value / ceiling
-
-
-def speedup(row: Row, over: Row | None) -> float | None:
-    """How many times faster ``row`` is than ``over`` (same case), by medians: above 1 when
-    ``row`` is faster, below 1 when it is slower."""
-    a, b = median_ms(row), median_ms(over)
-    return b / a if a and b else None
 
 
 def verified(row: Row) -> bool | None:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import html
 import re
 import shutil
 
 import pytest
 
 from labnotebook.records import Check, Timing
+from labnotebook import noise
 from labnotebook.site import dashboard, fmt, frontmatter, macros, notebook, plots
 from site_support import H100, H200, collecting_context, STATES, fixture_project, record, rows
 
@@ -30,6 +32,11 @@ def ctx(root):
     return collecting_context(root)
 
 
+def words(out: str) -> str:
+    """What a reader sees of a macro's output: tags dropped, entities read."""
+    return html.unescape(re.sub(r"<[^>]+>", "", out))
+
+
 # -- formatting ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("ms, text", [(0.0528, "52.8 µs"), (5.6, "5.60 ms"), (1234.0, "1.23 s")])
@@ -42,13 +49,35 @@ def test_rates_and_percentages():
     assert fmt.percent(91.94) == "91.9%" and fmt.percent(101.2) == "101%"
 
 
-@pytest.mark.parametrize("ratio, words", [
-    (1.25, "1.25× faster than `b`"), (0.8, "1.25× slower than `b`"), (0.00393, "254× slower than `b`"),
-    (1.004, "as fast as `b`"), (0.997, "as fast as `b`"),
+@pytest.mark.parametrize("ratio, verdict, words", [
+    (1.25, "faster", "1.25× faster than `b`"), (0.8, "slower", "1.25× slower than `b`"),
+    (0.00393, "slower", "254× slower than `b`"), (1.0004, "faster", "1.0004× faster than `b`"),
+    (1.04, "level", "as fast as `b` (1.04×, within the spread)"), (0.997, "level", "as fast as `b` (within the spread)"),
 ])
-def test_speed_words_take_their_direction_from_the_ratio(ratio, words):
-    assert fmt.speed_words(ratio, "`b`") == words
-    assert "0." not in fmt.speed_words(ratio)  # never a ratio below 1
+def test_speed_words_take_their_direction_from_the_noise_rule(ratio, verdict, words):
+    assert fmt.speed_words(noise.Comparison(ratio, verdict), "`b`") == words
+
+
+@pytest.mark.parametrize("a, b, verdict", [
+    ((1.0, 0.9, 1.1), (1.3, 1.2, 1.4), "faster"),  # a's 90th percentile below b's 10th
+    ((1.3, 1.2, 1.4), (1.0, 0.9, 1.1), "slower"),
+    ((1.0, 0.9, 1.2), (1.3, 1.2, 1.4), "level"),  # touching spreads are a tie
+    ((1.0, 0.5, 3.0), (1.5, 1.4, 1.6), "level"),  # a 1.5× gap of medians inside one row's spread
+])
+def test_the_noise_rule_calls_a_direction_only_outside_both_spreads(a, b, verdict):
+    assert noise.compare(noise.Spread(*a), noise.Spread(*b)).verdict == verdict
+
+
+def test_the_fastest_is_named_with_every_row_tied_with_it():
+    costs = {"x": noise.Spread(1.0, 0.9, 1.1), "y": noise.Spread(1.05, 1.0, 1.2), "z": noise.Spread(2, 1.9, 2.1)}
+    assert noise.leaders(costs) == ["x", "y"]
+    assert noise.leaders(costs, slowest=True) == ["z"]
+    assert noise.leaders({"x": costs["x"], "z": costs["z"]}) == ["x"]
+
+
+def test_times_that_add_up_add_their_spreads_as_bounds():
+    total = noise.Spread(1, 0.9, 1.2) + noise.Spread(2, 1.5, 2.5)
+    assert (total.median, total.lo, total.hi) == (3, 2.4, 3.7)
 
 
 def test_powers_become_superscripts():
@@ -80,8 +109,9 @@ def test_each_state_marks_inline_and_block_macros_and_warns(ctx, state):
 def test_fresh_results_give_numbers_and_no_warning(ctx):
     assert macros.value(ctx, "fresh", "1_copy", "2^20") == "8.00 µs"
     assert macros.value(ctx, "fresh", "1_copy", "2^20", "throughput") == "1,049 GB/s"
-    assert macros.compare(ctx, "fresh", "2^20", "1_copy", "torch") == "1.25× faster than `torch`"
-    assert macros.compare(ctx, "fresh", "2^20", "torch", "1_copy", than="ours") == "1.25× slower than ours"
+    out = macros.compare(ctx, "fresh", "2^20", "1_copy", "torch")
+    assert words(out) == "1.25× faster than `torch`" and 'data-verdict="faster"' in out
+    assert words(macros.compare(ctx, "fresh", "2^20", "torch", "1_copy", than="ours")) == "1.25× slower than ours"
     assert "Measured on NVIDIA H100 80GB HBM3" in macros.results_table(ctx, "fresh", baseline="torch")
     assert ctx.warnings == []
 
@@ -127,7 +157,7 @@ def claim(ctx, *args, body="the sentence.", **kwargs):
 def test_a_claim_that_holds_keeps_its_sentence_and_shows_its_figures_on_hover(ctx):
     out = claim(ctx, "fresh", "1_copy", "faster", "torch")
     assert out.startswith("the sentence.<span class=\"nb-claim\"")
-    assert "8.00 µs against" in out and ctx.warnings == []
+    assert "8.00 µs [7.20 µs–8.80 µs] against" in html.unescape(out) and ctx.warnings == []
 
 
 @pytest.mark.parametrize("args, kwargs", [
@@ -146,24 +176,30 @@ def test_a_claim_with_nothing_to_check_is_not_a_tick(ctx):
     assert "✓" not in out and "⚠" in out and "no case where" in ctx.warnings[0]
 
 
-def test_faster_holds_only_where_the_page_would_say_faster(ctx):
+def test_faster_holds_only_outside_both_spreads(ctx):
     from labnotebook.site import claims
 
     class Fixed:
-        def __init__(self, ms):
-            self.ms = ms
+        def __init__(self, median, lo, hi):
+            self.spread = noise.Spread(median, lo, hi)
 
-        def speed(self, by):
-            return 1 / self.ms
+        def cost(self, by):
+            return self.spread
 
         def describe(self):
             return "x"
 
         def figure(self, by):
-            return f"{self.ms} ms"
-    assert claims.holds("faster", Fixed(1.0), Fixed(1.2), "time")[0]
-    assert not claims.holds("faster", Fixed(1.0), Fixed(1.001), "time")[0]  # "as fast as", not faster
-    assert not claims.holds("slower", Fixed(1.001), Fixed(1.0), "time")[0]
+            return f"{self.spread.median} ms"
+    quick, slow, overlapping = Fixed(1.0, 0.95, 1.05), Fixed(1.2, 1.1, 1.3), Fixed(1.2, 1.0, 1.3)
+    assert claims.holds("faster", quick, slow, "time")[0] and claims.holds("slower", slow, quick, "time")[0]
+    assert not claims.holds("faster", quick, overlapping, "time")[0]  # 1.2× by medians, yet inside the spread
+    assert not claims.holds("slower", overlapping, quick, "time")[0]
+    assert claims.holds("level", quick, overlapping, "time")[0] and not claims.holds("level", quick, slow, "time")[0]
+    assert claims.holds("behind by at most 20%", slow, quick, "time")[0]  # at 83% of its speed
+    assert not claims.holds("behind by at most 10%", slow, quick, "time")[0]
+    assert not claims.holds("behind by at most 20%", quick, slow, "time")[0]  # ahead is not behind
+    assert claims.holds("within 20%", quick, slow, "time")[0] and claims.holds("within 20%", slow, quick, "time")[0]
 
 
 def test_a_misspelt_baseline_in_a_table_is_marked_not_a_dash(ctx):
@@ -186,7 +222,7 @@ def h200_differs(tmp_path_factory):
     root = fixture_project(tmp_path_factory.mktemp("h200"), on=H200)
     store = Store(root / "results")
     h200 = store.read("fresh", H200)
-    h200.rows = rows(kernel_ms=0.012)
+    h200.rows = rows(kernel_ms=0.014)  # its spread clear of torch's
     store.write(h200)
     return root
 
@@ -203,10 +239,14 @@ def test_a_claim_speaks_of_every_gpu_with_fresh_results(h200_differs):
     assert "✓" in out and "on the H200" in out and ctx.warnings == []
 
 
-def test_a_claim_is_not_checked_where_results_are_stale_on_another_gpu(h200_differs):
+@pytest.mark.parametrize("state, word, fails", [("stale", "stale", False), ("missing", "no results", False),
+                                                ("failed_other", "run failed", True), ("corrupt", "unreadable", True)])
+def test_a_claim_shows_no_tick_where_a_gpu_it_names_could_not_check_it(h200_differs, state, word, fails):
     ctx = collecting_context(h200_differs)
-    out = claim(ctx, "stale", "1_copy", "faster", "torch")  # stale on the H200, fresh on the H100
-    assert "✓" in out and "on the H100" in out and "H200" not in out and ctx.warnings == []
+    out = claim(ctx, state, "1_copy", "faster", "torch")  # the state on the H200, fresh on the H100
+    assert "✓" not in out and f"? not checked on the H200: {word}" in out
+    assert "on the H100, `1_copy` faster than `torch`" in html.unescape(out)  # where it was checked, the hover says so
+    assert bool(ctx.warnings) == fails  # a stale or missing GPU beside the reference is information only
 
 
 def test_problems_on_a_draft_page_are_only_information(ctx):
@@ -226,7 +266,8 @@ def test_dashboard_has_a_row_per_declared_row_and_a_marker_in_every_untrustworth
         figure, _ = lines[(state, "1_copy" if state != "failed_other" else "torch")].cells[H100]
         assert word in figure, state
         assert "⚠" not in lines[(state, "1_copy")].cells[H200][0]  # fresh there
-    assert lines[("fresh", "1_copy")].cells[H100] == ("1,049 GB/s (35.0%)", "1.25× faster than `torch`")
+    figure, versus = lines[("fresh", "1_copy")].cells[H100]
+    assert (figure, words(versus)) == ("1,049 GB/s (35.0%)", "1.25× faster than `torch`")
     warned = " ".join(ctx.warnings)
     assert all(state in warned for state in STATE_WORDS)
 

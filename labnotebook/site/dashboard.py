@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import metrics
+from .. import metrics, noise
 from ..run.declare import Baseline, Experiment
 from . import fmt, profiles
 from .context import Context, mark, marker
 from .fmt import cell
-from .tables import refresh_time, short, table
+from .tables import ref, refresh_time, short, table
 from .results import Problem
 
 
@@ -58,7 +58,9 @@ def _cell(ctx: Context, experiment: str, gpu: str, name: str, case: str, baselin
     versus = "–"
     if name != baseline:
         try:
-            versus = fmt.speed_words(metrics.speedup(row, view.timed(baseline, case)), f"`{baseline}`")
+            base = view.timed(baseline, case)
+            versus = fmt.compared(noise.compare_times(row.time, base.time), f"`{baseline}`",
+                                  ref(view, row), ref(view, base))
         except Problem as p:
             versus = marker(ctx, p)
     if stale:

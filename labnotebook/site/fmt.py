@@ -7,6 +7,7 @@ import html
 import math
 import re
 
+from ..noise import Comparison
 from ..records import Check, Timing
 
 SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
@@ -47,14 +48,26 @@ def times(x: float) -> str:
     return f"{sig(x)}×"
 
 
-def speed_words(ratio: float, than: str = "") -> str:
-    """How many times faster (``ratio`` > 1) or slower one thing is than another, as words, so
-    that no ratio below 1 is ever printed: 1.25 -> '1.25× faster than X', 0.8 -> '1.25× slower
-    than X', and a ratio that rounds to 1.00 -> 'as fast as X'."""
-    if times(1.0) in (times(ratio), times(1 / ratio)):
-        return f"as fast as {than}" if than else "as fast"
-    words = f"{times(ratio)} faster" if ratio > 1 else f"{times(1 / ratio)} slower"
+def speed_words(c: Comparison, than: str = "") -> str:
+    """A comparison as words, by the noise rule (``labnotebook/noise.py``), never a ratio below
+    1: '1.25× faster than X', '1.25× slower than X', or, where the spreads overlap, 'as fast as
+    X (1.01×, within the spread)': a tie is said as one, with the ratio of medians beside it."""
+    ratio = c.ratio if c.ratio >= 1 else 1 / c.ratio
+    shown = times(ratio) if times(ratio) != times(1.0) or c.level else f"{sig(ratio, 5)}×"
+    if c.level:
+        apart = "" if shown == times(1.0) else f"{shown}, "
+        words = f"as fast as {than}" if than else "level"
+        return f"{words} ({apart}within the spread)"
+    words = f"{shown} {c.verdict}"
     return f"{words} than {than}" if than else words
+
+
+def compared(c: Comparison, than: str, a: str, b: str) -> str:
+    """``speed_words`` marked with the rows it compares (``experiment|gpu|case|name``, names of
+    a sum joined by ``+``), so that a test of the built site can hold every comparison it
+    renders to the noise rule, reading the results files on its own."""
+    return (f'<span class="nb-cmp" data-a="{cell(a)}" data-b="{cell(b)}" data-verdict="{c.verdict}">'
+            f"{speed_words(c, than)}</span>")
 
 
 def superscripts(text: str) -> str:

@@ -10,11 +10,12 @@ authors; each docstring states its contract.
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
-from .. import metrics
+from .. import metrics, noise
 from ..store import CEILINGS
-from . import claims, dashboard as board, fmt, frontmatter, plots, profiles, tables
+from . import claims, dashboard as board, fmt, frontmatter, markers, plots, profiles, tables
 from .claims import Side
 from .context import Context, macro
 from .fmt import cell
@@ -358,8 +359,8 @@ def ceiling(ctx, experiment, gpu=None):
 @macro("inline")
 def compare(ctx, experiment, case, a, b, than=None, case_b=None, gpu_b=None, experiment_b=None,
             with_copies=False, among="kernel", gpu=None):
-    """'1.01× faster than `b`', '1.2× slower than `b`' or 'as fast as `b`': the direction word
-    from the data, never a ratio below 1. ``b`` may be at another case (``case_b``), on another
+    """'1.3× faster than `b`', '1.2× slower than `b`' or 'as fast as `b` (1.01×, within the
+    spread)': the direction word from the data by the noise rule, never a ratio below 1. ``b`` may be at another case (``case_b``), on another
     GPU (``gpu_b``) or of another experiment (``experiment_b``); ``than`` replaces the default
     name of ``b`` ("" leaves it out: "1.3× faster"); ``with_copies`` adds a's copies to its time;
     ``a`` may be "fastest"/"slowest", picked among ``among``."""
@@ -368,7 +369,7 @@ def compare(ctx, experiment, case, a, b, than=None, case_b=None, gpu_b=None, exp
     if than is None:
         than = f"`{b}`" + (f" at {fmt.case(case_b)}" if case_b else "") + (
             f" on the {tables.short(gpu_b)}" if gpu_b else "")
-    return fmt.speed_words(claims.speed_ratio(side_a, side_b), than)
+    return fmt.compared(claims.comparison(side_a, side_b), than, side_a.ref(), side_b.ref())
 
 
 @macro("inline")
@@ -387,8 +388,16 @@ def limiter(ctx, experiment, kernel, gpu=None):
 @macro("inline")
 def best(ctx, experiment, case, among="kernel", gpu=None):
     """The name of the fastest verified, timed row at ``case`` among ``among`` (names, or a kind;
-    default: the kernels)."""
-    return f"`{ctx.view(experiment, gpu).pick(case, among).name}`"
+    default: the kernels), and of every row tied with it by the noise rule:
+    "`a`", or "`a` (tied with `b` within the spread)"."""
+    first, *tied = ctx.view(experiment, gpu).leaders(case, among)
+    ties = f" (tied with {_and(f'`{r.name}`' for r in tied)} within the spread)" if tied else ""
+    return f"`{first.name}`{ties}"
+
+
+def _and(items) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 @macro("inline")
@@ -416,27 +425,37 @@ def claim(ctx, experiment, a, relation, b, case=None, cases=None, case_b=None, g
     hover gives the figures, or, where the data contradicts it, followed by the figures that do,
     with a warning that fails --strict naming the page, the claim and the figures.
 
-    ``relation``: "faster", "slower", "within N%" (either way), or "one of" (``a`` is "fastest"
-    or "slowest", picked among ``among``, and ``b`` lists the names it must be one of). ``a`` and
-    ``b`` are row names, or lists (every pair of them is checked; two lists pair up in order).
+    ``relation`` (by the noise rule, ``labnotebook/noise.py``): "faster" or "slower" (outside
+    both rows' spreads), "level" (inside them), "within N%" (medians, either way), "behind by at
+    most N%" (not faster, and at least 100 − N % of the other's speed), or "one of" (``a`` is
+    "fastest" or "slowest", picked among ``among``, and it and every row tied with it are among
+    the names ``b`` lists). ``a`` and ``b`` are row names, or lists (every pair of them is
+    checked; two lists pair up in order); "last" is the experiment's last rung.
     ``cases`` (or ``case``): where to check; by default every timed case where both sides ran.
     ``case_b``/``gpu_b``/``experiment_b``: the other side's case, GPU or experiment.
     ``by="pct_ceiling"`` compares shares of each run's copy bandwidth instead of times.
 
-    With no ``gpu`` and no ``gpu_b``, the sentence speaks of every GPU the page shows, and it is
-    checked on each whose results are fresh (the reference GPU always); name ``gpu`` for a
-    sentence about one GPU."""
+    The sentence may name rows only among those it checks (in backticks, or as "rung N").
+    With no ``gpu`` and no ``gpu_b``, it speaks of every GPU the page shows; it is checked on
+    each, and a GPU whose results are stale, failed, missing or unreadable shows a marker in
+    place of the ✓ (the reference GPU's results must be fresh; ``Context.lenient``)."""
     body = caller() if caller else ""
     if by not in claims.MEASURES:
         raise Problem("error", f"claim(): by is one of {claims.MEASURES}; got {by!r}")
     claims.check_relation(relation)
-    if gpu is None and gpu_b is None:
-        gpus = [g for g in ctx.gpus
-                if g == ctx.gpu or _fresh(ctx, experiment, g) and _fresh(ctx, experiment_b or experiment, g)]
-    else:
-        gpus = [gpu]
-    verdicts = [_claim_on(ctx, experiment, a, relation, b, case, cases, case_b, g, gpu_b, experiment_b, among, by)
-                for g in gpus]
+    a, b = _last(ctx, experiment, a), _last(ctx, experiment_b or experiment, b)
+    _words_name_the_rows(ctx, body, experiment, experiment_b, a, b, relation)
+    sides = [(g, g) for g in ctx.gpus] if gpu is None and gpu_b is None else [(gpu or ctx.gpu, gpu_b or gpu or ctx.gpu)]
+    verdicts, unchecked = [], []
+    for ga, gb in sides:
+        problems = [p for p in (ctx.results.view(experiment, ga).problem(),
+                                ctx.results.view(experiment_b or experiment, gb).problem()) if p is not None]
+        if problems:
+            for p in problems:
+                ctx.report(p)
+            unchecked.append(problems[0])
+            continue
+        verdicts.append(_claim_on(ctx, experiment, a, relation, b, case, cases, case_b, ga, gb, experiment_b, among, by))
     broken = [(statement, figures) for ok, statement, figures in verdicts if not ok]
     if broken:
         problem = Problem("contradicted", "; ".join(f"the claim “{statement}” does not hold: {'; '.join(figures)}"
@@ -446,28 +465,70 @@ def claim(ctx, experiment, a, relation, b, case=None, cases=None, case_b=None, g
         marker = f' <span class="nb-problem" title="{cell(problem)}">✗ contradicted by the results: {cell(shown)}</span>'
         return _attach(body, marker)
     checked = " · ".join(f"{statement}: {'; '.join(figures)}" for _, statement, figures in verdicts)
-    return _attach(body, f'<span class="nb-claim" title="Checked against the results: {cell(checked)}">✓</span>')
+    if unchecked:
+        where = "; ".join(f"the {tables.short(p.gpu)}: {markers.LOOKS[p.kind][2]}" for p in unchecked)
+        title = "; ".join(str(p) for p in unchecked) + (f" · Checked: {checked}" if checked else "")
+        return _attach(body, f' <span class="nb-unchecked" title="{cell(title)}">? not checked on {cell(where)}</span>')
+    return _attach(body, f'<span class="nb-claim" title="Checked against the results ({noise.RULE}): '
+                         f'{cell(checked)}">✓</span>')
 
 
-def _fresh(ctx, experiment: str, gpu: str) -> bool:
-    try:
-        return ctx.results.view(experiment, gpu).state == "fresh"
-    except Problem:
-        return False
+def _last(ctx, experiment, names):
+    """``"last"`` (alone or in a list) as the experiment's last declared rung."""
+    if names == "last" or isinstance(names, list) and "last" in names:
+        last = ctx.results.declaration(experiment).kernels[-1].name
+        return last if names == "last" else [last if n == "last" else n for n in names]
+    return names
+
+
+RUNG = re.compile(r"\brungs? (\d+)(?:(?:,| and| or| to|–) (\d+))*", re.I)
+NAME = re.compile(r"`([^`]+)`")
+
+
+def _words_name_the_rows(ctx, body, experiment, experiment_b, a, b, relation) -> None:
+    """A claim's sentence names no row of its experiments that the claim does not check: the
+    words and the check name the same rows. Rows are named in backticks (`5_flash2`) or as
+    "rung 5"; "fastest"/"slowest" claims check every row, so their words may name any."""
+    if relation == "one of" or isinstance(a, str) and a in claims.PICKS:
+        return
+    checked = {n for side in (a, b) for n in (side if isinstance(side, list) else [side])}
+    rows, rungs = set(), {}
+    for name in {experiment, experiment_b or experiment}:
+        for row in ctx.results.declaration(name).runnable_names():
+            rows.add(row)
+            number = row.split("_")[0]
+            if number.isdigit():
+                rungs.setdefault(int(number), set()).add(row)
+    named = {n for n in NAME.findall(body) if n in rows}
+    for m in RUNG.finditer(body):
+        for n in re.findall(r"\d+", m.group(0)):
+            named |= rungs.get(int(n), set())
+    stray = sorted(named - checked, key=_natural)
+    if stray:
+        raise Problem("error", f"claim(): its sentence names {', '.join(f'`{n}`' for n in stray)}, which it does not "
+                               f"check (it checks {_names(sorted(checked, key=_natural))}): name those rows in "
+                               "the claim, or leave them out of its words", experiment)
+
+
+def _natural(name: str):
+    """Rungs in their numbered order (2 before 10), then other names alphabetically."""
+    head = name.split("_")[0]
+    return (0, int(head), name) if head.isdigit() else (1, 0, name)
 
 
 def _claim_on(ctx, experiment, a, relation, b, case, cases, case_b, gpu, gpu_b, experiment_b, among, by):
-    """``(holds, statement, figures)`` for a claim on one GPU (``gpu``; None is the page's)."""
-    view_a, view_b = ctx.view(experiment, gpu), ctx.view(experiment_b or experiment, gpu_b or gpu)
+    """``(holds, statement, figures)`` for a claim with side a on ``gpu`` and side b on ``gpu_b``."""
+    view_a, view_b = ctx.results.view(experiment, gpu), ctx.results.view(experiment_b or experiment, gpu_b)
     pairs = _pairs(a, b, relation)
     where = cases or ([case] if case else _where_all_ran(view_a, view_b, pairs, relation, case_b, among))
     if not where:  # a misspelt row, or rows that never ran together: nothing to check is no ✓
         raise Problem("absent", f"claim(): no case where {_names(a)} and {_names(b)} were both timed", experiment)
     other = " ".join(x for x in (experiment_b, case_b and f"at {fmt.case(case_b)}",
-                                 gpu_b and f"on the {tables.short(gpu_b)}") if x)
+                                 gpu_b != gpu and f"on the {tables.short(gpu_b)}") if x)
     subject = f"the {a} of {_names(among) if isinstance(among, list) else 'the ' + among + 's'}" \
         if isinstance(a, str) and a in claims.PICKS else _names(a)
-    verb = {"faster": "faster than", "slower": "slower than", "one of": "one of"}.get(relation, relation + " of")
+    verb = {"faster": "faster than", "slower": "slower than", "level": "level with", "one of": "one of"}.get(
+        relation, relation.replace("behind by at most", "behind, by at most") + (" of" if "within" in relation else ""))
     statement = (f"on the {tables.short(view_a.gpu)}, {subject} {verb} {_names(b)}{' ' + other if other else ''}, "
                  f"at {', '.join(fmt.case(c) for c in where)}")
     checked, broken = [], []

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from .. import metrics
+from .. import noise
 from ..errors import NotebookError
 from ..experiments import experiment_folders, load
 from ..freshness import Keys, Stored, run_command
@@ -127,13 +127,19 @@ class View:
 
     def pick(self, case: str, among: list[str] | str = "kernel", slowest: bool = False) -> Row:
         """The fastest (or slowest) verified, timed row at ``case`` among the names listed, or
-        among every row of a kind ("kernel", "baseline", "phase")."""
-        rows = [r for r in self.require().rows if r.case == case and r.ok and r.time
-                and (r.kind == among if isinstance(among, str) else r.name in among)]
+        among every row of a kind ("kernel", "baseline", "phase"), by median."""
+        return self.leaders(case, among, slowest)[0]
+
+    def leaders(self, case: str, among: list[str] | str = "kernel", slowest: bool = False) -> list[Row]:
+        """The rows that may be called the fastest (or slowest) at ``case`` by the noise rule:
+        the first by median and every row tied with it, first first (``noise.leaders``)."""
+        rows = {r.name: r for r in self.require().rows if r.case == case and r.ok and r.time
+                and (r.kind == among if isinstance(among, str) else r.name in among)}
         if not rows:
             raise Problem("absent", f"{self.experiment} on {self.gpu} has no verified, timed row "
                                     f"({among}) at {case!r}", self.experiment, self.gpu)
-        return (max if slowest else min)(rows, key=metrics.median_ms)
+        costs = {name: noise.Spread.of(row.time) for name, row in rows.items()}
+        return [rows[name] for name in noise.leaders(costs, slowest)]
 
     def rows(self, kind: str | None = None, timed: bool = True) -> list[Row]:
         """The main pass's rows; untimed ones include the large pass's, which take the place of

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .. import metrics
+from .. import metrics, noise
 from ..records import Record, Row
 from . import fmt
 from .fmt import cell
@@ -83,7 +83,7 @@ def results_table(view: View, note: Note, cases: list[str] | None = None, names:
                                      view.experiment, view.gpu))
                     elif base.status == "failed":
                         note_failure(view, base, note)
-                    cells.append(_versus(row, base, percent))
+                    cells.append(_versus(view, row, base, percent))
             else:
                 cells += ["–"] * (len(head) - 3)
             cells.append(verified(row))
@@ -91,13 +91,18 @@ def results_table(view: View, note: Note, cases: list[str] | None = None, names:
     return table(head, lines)
 
 
-def _versus(row: Row, base: Row | None, percent: bool) -> str:
-    if base is None or base.name == row.name:
+def _versus(view: View, row: Row, base: Row | None, percent: bool) -> str:
+    if base is None or base.name == row.name or not (row.time and base.time):
         return "–"
-    s = metrics.speedup(row, base)
-    if not s:
-        return "–"
-    return fmt.percent(100 * s) if percent else fmt.speed_words(s)
+    c = noise.compare_times(row.time, base.time)
+    if not percent:
+        return fmt.compared(c, "", ref(view, row), ref(view, base))
+    return fmt.percent(100 * c.ratio) + (" (within the spread)" if c.level else "")
+
+
+def ref(view: View, *rows: Row) -> str:
+    """Rows of one case, as ``fmt.compared`` marks them (several: their times added)."""
+    return f"{view.experiment}|{view.gpu}|{rows[0].case}|{'+'.join(r.name for r in rows)}"
 
 
 def end_to_end_table(view: View, kernel: str, cpu: str, cases: list[str]) -> str:
@@ -106,10 +111,13 @@ def end_to_end_table(view: View, kernel: str, cpu: str, cases: list[str]) -> str
             "GPU with copies", "GPU, kernel only", "GPU, with copies"]
     lines = []
     for case in cases:
-        c, k, h2d, d2h = (metrics.median_ms(view.timed(n, case)) for n in (cpu, kernel, "h2d", "d2h"))
+        rows = [view.timed(n, case) for n in (cpu, kernel, "h2d", "d2h")]
+        c, k, h2d, d2h = (noise.Spread.of(r.time) for r in rows)
         total = k + h2d + d2h
-        lines.append([fmt.case(case), fmt.duration(c), fmt.duration(k), fmt.duration(h2d), fmt.duration(d2h),
-                      fmt.duration(total), fmt.speed_words(c / k, cpu), fmt.speed_words(c / total, cpu)])
+        lines.append([fmt.case(case), fmt.duration(c.median), fmt.duration(k.median), fmt.duration(h2d.median),
+                      fmt.duration(d2h.median), fmt.duration(total.median),
+                      fmt.compared(noise.compare(k, c), cpu, ref(view, rows[1]), ref(view, rows[0])),
+                      fmt.compared(noise.compare(total, c), cpu, ref(view, *rows[1:]), ref(view, rows[0]))])
     return table(head, lines) + caption([view])
 
 
