@@ -1,5 +1,6 @@
 """Shared fixtures: the repository root, the fault fixtures, one strict build of the real site,
-and the rules that skip GPU tests cleanly where there is no GPU."""
+the pretend GPU in the test's own process, and the rules that skip GPU tests cleanly where
+there is no GPU."""
 
 from __future__ import annotations
 
@@ -49,6 +50,23 @@ def built_site(tmp_path_factory):
     from site_support import build_real_site
 
     return build_real_site(tmp_path_factory.mktemp("real"))
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """The pretend GPU (tests/fakegpu) in this process: its ``pycuda.driver``, imported afresh
+    (a device of its own) and forgotten afterwards, and its commands first on PATH."""
+    fake = ROOT / "tests" / "fakegpu"
+    monkeypatch.syspath_prepend(str(fake))
+    monkeypatch.setenv("PATH", f"{fake / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    modules = ("pycuda", "pycuda.driver", "pycuda.gpuarray", "kernels", "nvtx")
+    for name in modules:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import pycuda.driver
+
+    yield pycuda.driver
+    for name in modules:
+        sys.modules.pop(name, None)
 
 
 @pytest.fixture

@@ -146,3 +146,30 @@ def test_a_format_4_page_renders_unchanged_once_its_files_are_rewritten_in_the_c
         written = store.write(read_record(path))
         assert read_json(written)["format"] == FORMAT
     assert pages() == before
+
+
+def format_1(**fields) -> dict:
+    return migrate({"format": "labnotebook-results/1", "rows": [], "kernels": {}, "provenance": None, **fields})
+
+
+def test_a_format_1_check_gets_the_bound_ratio_its_tolerance_allows():
+    """Exact rows had a ratio of 0; under an absolute tolerance alone the bound is atol at every
+    element, so the ratio is the worst error over atol; any other bound depended on the
+    reference, which the file does not keep."""
+    def ratio(max_abs_err, atol, rtol):
+        row = {"check": {"max_abs_err": max_abs_err, "atol": atol, "rtol": rtol}}
+        return format_1(rows=[row])["rows"][0]["check"]["bound_ratio"]
+    assert ratio(0.0, 0.0, 1e-4) == 0.0
+    assert ratio(2.5e-4, 1e-3, 0.0) == 0.25
+    assert ratio(2.5e-4, 1e-3, 1e-4) is None
+    assert ratio(2.5e-4, 0.0, 0.0) is None
+    assert "check" not in format_1(rows=[{"name": "untimed"}])["rows"][0]
+
+
+def test_a_format_1_file_without_provenance_or_run_time_migrates_to_nothing_invented():
+    """Format 1 named only Python kernels' language; a failure may have no provenance and a file
+    no run time: each comes through as absent, never as a made-up value."""
+    data = format_1(kernels={"1_add": {}, "2_triton": {"language": "python"}})
+    assert {n: k["language"] for n, k in data["kernels"].items()} == {"1_add": "cuda", "2_triton": "python"}
+    assert data["provenance"] is None
+    assert (data["wall_s"], data["phases_s"], data["part"]) == (None, {}, "main")

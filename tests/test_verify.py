@@ -31,6 +31,9 @@ def test_nan_never_passes_even_with_huge_tolerance():
     check = compare(got, np.array([1.0, 2.0]), Tolerance(atol=1e30, rtol=1e30))
     assert not check.ok and check.worst_index == (1,)
     assert check.max_abs_err == np.inf
+    # Nor where the reference is infinite: only a NaN reference is matched by NaN.
+    infinite = compare(np.full(3, np.nan, np.float32), np.array([np.inf, -np.inf, np.nan]), Tolerance(1e30, 1e30))
+    assert not infinite.ok and infinite.mismatches == 2
 
 
 def test_poisoned_output_fails():

@@ -1,14 +1,25 @@
-"""Device memory as host memory, events as the host clock, kernels as NumPy functions."""
+"""Device memory as host memory, kernels as NumPy functions, and events as a modelled device
+clock: what a real GPU does that the protocol guards against is modelled, not switched off.
+
+- Memory comes back uncleared: an allocation holds what the freed block it reuses held (a
+  buffer's earlier contents, an earlier run's correct answer even), else garbage, so that only
+  poisoning makes an element a kernel never wrote fail.
+- Each operation on the one stream takes a modelled time: data in L2 (what the last operations
+  touched) is read faster than from DRAM, and an operation that streams more than L2 holds (the
+  timer's flush) evicts it; every ``TAIL_EVERY``-th launch is slowed ``TAIL_FACTOR`` times (a
+  clock dip, a preemption), so samples have a heavy tail and their mean is not their median.
+"""
 
 import itertools
 import os
-import time
 from types import SimpleNamespace
 
 import numpy as np
 
 MEMORY: dict[int, np.ndarray] = {}
 _addresses = itertools.count(1 << 20, 1 << 40)
+_freed: dict[int, np.ndarray] = {}  # freed blocks by address, contents kept, for reuse
+GARBAGE = 0x5A  # never-used memory: a large finite value in every float type (1.5e16 as float32)
 
 
 class Error(Exception):
@@ -18,13 +29,24 @@ class Error(Exception):
 class DeviceAllocation:
     def __init__(self, nbytes: int):
         self.ptr = next(_addresses)
-        MEMORY[self.ptr] = np.zeros(max(nbytes, 1), np.uint8)
+        MEMORY[self.ptr] = _uncleared(max(nbytes, 1))
 
     def __int__(self):
         return self.ptr
 
     def free(self):
-        MEMORY.pop(self.ptr, None)
+        block = MEMORY.pop(self.ptr, None)
+        if block is not None:
+            _freed[self.ptr] = block
+
+
+def _uncleared(nbytes: int) -> np.ndarray:
+    """``nbytes`` holding what the lowest-addressed freed block that fits held (as an allocator
+    reusing address ranges in order hands them back), or garbage where none fits."""
+    fits = [ptr for ptr, block in _freed.items() if block.size >= nbytes]
+    if not fits:
+        return np.full(nbytes, GARBAGE, np.uint8)
+    return _freed.pop(min(fits))[:nbytes].copy()  # a copy: the rest of the block is released
 
 
 def view(alloc, dtype) -> np.ndarray:
@@ -40,27 +62,54 @@ def _bytes(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
 
 
+# The modelled device: slow, so that a 1 GiB copy takes the timer's fewest repetitions.
+DRAM_BYTES_PER_MS = 100e6
+L2_BYTES_PER_MS = 400e6
+LAUNCH_MS = 0.002
+TAIL_EVERY, TAIL_FACTOR = 10, 20.0
+_clock_ms = 0.0
+_in_l2: set[int] = set()  # the allocations the last operations left in L2
+_launches = itertools.count(1)
+
+
+def _occupy(touched: dict[int, int], launch: bool = False) -> None:
+    """Advance the device clock by one operation over ``touched`` (address: bytes)."""
+    global _clock_ms, _in_l2
+    cold = sum(n for ptr, n in touched.items() if ptr not in _in_l2)
+    warm = sum(touched.values()) - cold
+    ms = LAUNCH_MS + cold / DRAM_BYTES_PER_MS + warm / L2_BYTES_PER_MS
+    if launch and next(_launches) % TAIL_EVERY == 0:
+        ms *= TAIL_FACTOR
+    _clock_ms += ms
+    _in_l2 = set() if cold + warm >= ATTRIBUTES["L2_CACHE_SIZE"] else _in_l2 | set(touched)
+
+
 def memcpy_htod(dest, src):
     b = _bytes(np.asarray(src))
     MEMORY[int(dest)][:b.size] = b
+    _occupy({int(dest): b.size})
 
 
 def memcpy_dtoh(dest, src):
     b = dest.reshape(-1).view(np.uint8)
     b[:] = MEMORY[int(src)][:b.size]
+    _occupy({int(src): b.size})
 
 
 def memcpy_dtod(dest, src, nbytes):
     MEMORY[int(dest)][:nbytes] = MEMORY[int(src)][:nbytes]
+    _occupy({int(dest): nbytes, int(src): nbytes})
 
 
 def memset_d8(dest, value, count):
     MEMORY[int(dest)][:count] = value
+    _occupy({int(dest): count})
 
 
 def memset_d32(dest, value, count):
     # The timer's L2 flush is never read back: filling it for real would only slow tests.
     MEMORY[int(dest)].view(np.uint32)[:min(count, 1 << 16)] = value
+    _occupy({int(dest): 4 * count})
 
 
 def to_device(a):
@@ -71,14 +120,14 @@ def to_device(a):
 
 class Event:
     def record(self, stream=None):
-        self.t = time.perf_counter()
+        self.t = _clock_ms
         return self
 
     def synchronize(self):
         return self
 
     def time_till(self, other):
-        return max((other.t - self.t) * 1e3, 1e-4)
+        return other.t - self.t
 
 
 class _Context:
@@ -179,6 +228,8 @@ class _Function:
             raise Error("cuLaunchKernel failed: invalid argument")
         _profiled(self.name, grid, block)
         self.impl(*args, grid=grid, block=block)
+        _occupy({int(a): MEMORY[int(a)].size for a in args if isinstance(a, DeviceAllocation) and int(a) in MEMORY},
+                launch=True)
 
     def set_attribute(self, attr, value):
         if attr == function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES:
