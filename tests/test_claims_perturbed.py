@@ -248,3 +248,30 @@ def test_the_fastest_named_changes_when_another_row_overtakes_it(root, shared, c
         scale(results, experiment, view.gpu, slowest.name, case, view.pick(case, among).time.q10_ms / slowest.time.q90_ms / 4)
     after, _ = evaluate(root, shared, call, perturb)
     assert after != out and "tied" not in after, (out, after)
+
+
+# -- charts that draw several GPUs or many rows say what they could not draw ------------------------------
+
+ROOFLINE = Call("gpu.md", "roofline", (), {"tensor": ["matmul_fp16", ["cuBLAS GemmEx", "cuBLAS Hgemm"]]})
+CEILING_CHART = Call("dashboard.md", "ceiling_chart", (), {})
+
+
+@pytest.mark.parametrize("call", [ROOFLINE, CEILING_CHART], ids=str)
+def test_a_chart_marks_each_row_and_gpu_it_could_not_draw(root, shared, call):
+    before, _ = evaluate(root, shared, call)
+    assert "Not drawn" not in before
+    path = Store(root / "results").path("softmax", H200)
+    kept = path.with_suffix(".kept")
+    shutil.move(path, kept)
+    try:
+        gone, _ = evaluate(root, shared, call)
+    finally:
+        shutil.move(kept, path)
+    assert "Not drawn for the H200:" in gone and "softmax" in gone.split("Not drawn for the H200:")[1]
+
+    def fail_a_row(results):
+        record = results.view("softmax", H100).record
+        row = record.row("1_naive", "8192x8192")
+        row.status, row.time, row.error = "failed", None, "wrong answer"
+    failed, _ = evaluate(root, shared, call, fail_a_row)
+    assert re.search(r"Not drawn for the H100: [^<]*softmax · 1&#95;naive \((failed|row failed)\)", failed), failed[-600:]

@@ -97,3 +97,31 @@ def test_the_rules_catch_the_comparisons_issue_12_found(sentence):
 ])
 def test_the_rules_leave_data_driven_and_non_comparative_prose_alone(sentence):
     assert typed_comparisons(prose(sentence)) == []
+
+
+# -- counts of what an experiment declares ----------------------------------------------------------
+
+COUNT = re.compile(r"\b(\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+                   r"twenty)\s+(?:[\w-]+\s+)?(kernels|rungs|cases|shapes|row lengths|baselines|entries)\b", re.I)
+
+
+def typed_counts(text: str) -> list[str]:
+    """Counts of kernels, rungs, cases and entries typed into prose: they go stale the day one is
+    added, so they come from the declaration (``count``)."""
+    return [m.group(0) for m in COUNT.finditer(text)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_no_count_of_kernels_or_cases_is_typed_into_a_page(page):
+    meta = frontmatter.read(page, page.name)
+    assert typed_counts(prose(page.read_text(encoding="utf-8")) + " " + str(meta.get("summary", ""))) == []
+
+
+@pytest.mark.parametrize("sentence, found", [
+    ("Ten CUDA kernels from one thread per row.", ["Ten CUDA kernels"]),
+    ("Nine shapes, all of up to 1024 threads.", ["Nine shapes"]),
+    ('{{ count("softmax") }} kernels, and the two rungs that follow.', ["two rungs"]),
+    ("the two sizes from the notes", []),
+])
+def test_the_count_rule(sentence, found):
+    assert typed_counts(prose(sentence)) == found

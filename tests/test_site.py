@@ -171,6 +171,19 @@ def test_a_claim_the_data_contradicts_says_so_and_warns_with_the_figures(ctx, ar
     assert len(ctx.warnings) == 1 and "p.md: claim(" in ctx.warnings[0] and "µs" in ctx.warnings[0]
 
 
+@pytest.mark.parametrize("body, stray", [("Unlike `torch`, it scales.", "`torch`"), ("Unlike rung 1, it scales.", "`1_copy`")])
+def test_a_claims_words_name_only_the_rows_it_checks(ctx, body, stray):
+    name = "torch" if "rung" in body else "1_copy"
+    out = claim(ctx, "fresh", name, "within 50%", name, case="small", case_b="2^20", body=body)
+    assert "✓" not in out and f"its sentence names {stray}, which it does not check" in ctx.warnings[0]
+    assert "✓" in claim(ctx, "fresh", "1_copy", "faster", "torch", body="Rung 1 beats `torch`.")
+
+
+def test_last_is_the_last_declared_rung(ctx):
+    out = claim(ctx, "fresh", "last", "faster", "torch")
+    assert "✓" in out and "`1_copy` faster than `torch`" in html.unescape(out)
+
+
 def test_a_claim_with_nothing_to_check_is_not_a_tick(ctx):
     out = claim(ctx, "fresh", "1_cpoy", "faster", "torch")  # misspelt: no case where both ran
     assert "✓" not in out and "⚠" in out and "no case where" in ctx.warnings[0]
@@ -255,6 +268,27 @@ def test_problems_on_a_draft_page_are_only_information(ctx):
     assert "No results yet" in macros.entry_results(ctx, "missing")
     assert "python build_results.py --only missing" in macros.entry_results(ctx, "missing")
     assert ctx.warnings == [] and ctx.infos
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda c: macros.value(c, "missing", "1_cpoy", "2^20"), "declares no kernel or baseline '1_cpoy' (it has 1_copy, torch)"),
+    (lambda c: macros.value(c, "missing", "1_copy", "2^21"), "declares no case '2^21'"),
+    (lambda c: macros.compare(c, "missing", "2^20", "1_copy", "trohc"), "declares no kernel or baseline 'trohc'"),
+    (lambda c: macros.best(c, "missing", "2^99"), "declares no case '2^99'"),
+    (lambda c: macros.value(c, "mising", "1_copy", "2^20"), "no experiment named 'mising'"),
+])
+def test_a_misspelt_kernel_case_or_experiment_fails_a_draft_too(ctx, call, words):
+    ctx.at("p.md", draft=True)  # its results not yet run: only that is information in a draft
+    assert "⚠" in call(ctx)
+    assert len(ctx.warnings) == 1 and words in ctx.warnings[0]
+
+
+def test_a_draft_is_listed_on_no_public_page(ctx):
+    ctx.drafts = frozenset({"missing"})
+    assert {line.experiment for line in dashboard.lines(ctx)} == set(STATES) - {"missing"}
+    assert "[missing]" not in dashboard.execution_summary(ctx) and "[stale]" in dashboard.execution_summary(ctx)
+    assert f"of {len(STATES) - 1} entries" in macros.results_provenance(ctx)
+    assert "missing" not in dashboard.refresh_cost(ctx)
 
 
 # -- the dashboard ------------------------------------------------------------------------------------

@@ -36,6 +36,13 @@ class Side:
     with_copies: bool = False  # add the case's host<->device copies to the time
     among: list[str] | str = "kernel"  # what "fastest"/"slowest" choose from: names, or a kind
 
+    def __post_init__(self):
+        """A misspelt row or case is an error before any result is read (results may be
+        missing, in a draft, and a misspelling is no less one)."""
+        misspelt = self.view.undeclared(None if self.name in PICKS else self.name, self.case)
+        if misspelt is not None:
+            raise misspelt
+
     def row(self):
         if self.name in PICKS:
             return self.view.pick(self.case, self.among, slowest=PICKS[self.name])

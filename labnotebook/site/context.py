@@ -55,10 +55,12 @@ class Context:
         return self.draft or problem.experiment in self.drafts
 
     def lenient(self, problem: Problem) -> bool:
-        """Whether a problem is only information (logged, marked, never failing ``--strict``): in a
-        draft; a profile not on record (evidence beside the numbers, not a number); or results
-        that are stale or missing on a GPU other than the reference one, ``self.gpu``."""
-        if self.in_draft(problem) or problem.kind == "unprofiled":
+        """Whether a problem is only information (logged, marked, never failing ``--strict``): a
+        profile not on record (evidence beside the numbers, not a number); results not yet run,
+        or stale, in a draft (a misspelt kernel, case or experiment, a contradicted claim or a
+        failed run fail a draft too); or results that are stale or missing on a GPU other than
+        the reference one, ``self.gpu``."""
+        if problem.kind == "unprofiled" or self.in_draft(problem) and problem.kind in ("missing", "stale"):
             return True
         if problem.gpu in (None, self.gpu) or problem.experiment is None:
             return False
@@ -68,6 +70,12 @@ class Context:
             return False
         stored = view.large if problem.part == "large" and view.large is not None else view.stored
         return stored.state in ("stale", "missing")
+
+    @property
+    def published(self) -> list[str]:
+        """The experiments whose entries are public: every one but the drafts, which no
+        dashboard, count or summary lists."""
+        return [e for e in self.results.folders if e not in self.drafts]
 
     def report(self, problem: Problem) -> None:
         """Log a problem once per page, naming the page and the first macro call that met it."""

@@ -7,11 +7,11 @@ where a number would be.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import metrics, noise
 from ..run.declare import Baseline, Experiment
-from . import fmt, profiles
+from . import fmt, markers, profiles
 from .context import Context, mark, marker
 from .fmt import cell
 from .tables import ref, refresh_time, short, table
@@ -27,8 +27,9 @@ class Line:
     label: str
     case: str
     cells: dict[str, tuple[str, str]]  # gpu -> (throughput cell, comparison cell)
-    pcts: dict[str, float | None]  # gpu -> % of copy, for the chart
+    pcts: dict[str, float | None]  # gpu -> % of copy, for the chart (None: not drawn)
     limiter: str = ""  # what limits it on the notebook's GPU, by its profile
+    undrawn: dict[str, str] = field(default_factory=dict)  # gpu -> why it has no trustworthy number there
 
 
 def _label(exp: Experiment, name: str) -> str:
@@ -42,7 +43,10 @@ def _timed_at(exp: Experiment, name: str, case: str) -> bool:
     return runnable.timed_cases is None or case in runnable.timed_cases
 
 
-def _cell(ctx: Context, experiment: str, gpu: str, name: str, case: str, baseline: str) -> tuple[str, str, float | None]:
+def _cell(ctx: Context, experiment: str, gpu: str, name: str, case: str,
+          baseline: str) -> tuple[str, str, float | None, str | None]:
+    """The throughput cell, the comparison cell, the % of copy the chart draws (None where the
+    number cannot be trusted) and, then, why."""
     view = ctx.view(experiment, gpu, note=False)
     stale = view.problem() if view.record is not None else None
     try:
@@ -50,8 +54,8 @@ def _cell(ctx: Context, experiment: str, gpu: str, name: str, case: str, baselin
     except Problem as p:
         declined = view.record and view.record.row(name, case)
         if p.kind == "skipped" and not declined.unavailable:  # the kernel declares it cannot run this case
-            return f'<abbr title="{cell(declined.error or "")}">– not supported</abbr>', "", None
-        return marker(ctx, p), "", None
+            return f'<abbr title="{cell(declined.error or "")}">– not supported</abbr>', "", None, None
+        return marker(ctx, p), "", None, markers.LOOKS[p.kind][2]
     value, unit = metrics.throughput(row)
     pct = metrics.pct_of_ceiling(row, view.record)
     figure = fmt.rate(value, unit) + (f" ({fmt.percent(pct)})" if pct else "") if value else fmt.duration(row.time.median_ms)
@@ -64,14 +68,14 @@ def _cell(ctx: Context, experiment: str, gpu: str, name: str, case: str, baselin
         except Problem as p:
             versus = marker(ctx, p)
     if stale:
-        figure = mark(ctx, stale, figure)
-    return figure, versus, pct
+        return mark(ctx, stale, figure), versus, None, markers.LOOKS[stale.kind][2]
+    return figure, versus, pct, None
 
 
 def lines(ctx: Context) -> list[Line]:
     """Every declared kernel and baseline of every entry at its headline case, on every GPU."""
     out = []
-    for experiment in ctx.results.folders:
+    for experiment in ctx.published:
         try:
             exp = ctx.results.declaration(experiment)
             if exp.headline is None:
@@ -84,12 +88,14 @@ def lines(ctx: Context) -> list[Line]:
         for name in exp.runnable_names():
             if not _timed_at(exp, name, case):
                 continue
-            cells, pcts = {}, {}
+            cells, pcts, undrawn = {}, {}, {}
             for gpu in ctx.gpus:
-                figure, versus, pcts[gpu] = _cell(ctx, experiment, gpu, name, case, baseline)
+                figure, versus, pcts[gpu], why = _cell(ctx, experiment, gpu, name, case, baseline)
                 cells[gpu] = (figure, versus)
+                if why:
+                    undrawn[gpu] = why
             out.append(Line(experiment, name, _label(exp, name), case, cells, pcts,
-                            _limiter(ctx, experiment, exp, name, case)))
+                            _limiter(ctx, experiment, exp, name, case), undrawn))
     return out
 
 
@@ -128,7 +134,7 @@ def execution_summary(ctx: Context) -> str:
     """Like sphinx-gallery's computation times: each experiment's last run on each GPU."""
     head = ["experiment", "GPU", "date", "commit", "refresh", "state", "rows", "compute-sanitizer"]
     lines = []
-    for experiment in ctx.results.folders:
+    for experiment in ctx.published:
         for g in ctx.gpus:
             v = ctx.view(experiment, g, note=False)
             problem = v.problem()
@@ -160,7 +166,7 @@ def refresh_cost(ctx: Context) -> str:
 
     out = []
     for g in ctx.gpus:
-        stored = {name: ctx.view(name, g, note=False).record for name in [CEILINGS, *ctx.results.folders]}
+        stored = {name: ctx.view(name, g, note=False).record for name in [CEILINGS, *ctx.published]}
         records = [(n, r) for n, r in stored.items() if r is not None and r.wall_s is not None]
         if not records:
             out.append(f"**{cell(g)}**: no results file records its refresh time yet (format 5 and later do).\n")
@@ -171,8 +177,8 @@ def refresh_cost(ctx: Context) -> str:
         total = sum(r.wall_s for _, r in records)
         lines.append(["**sum**", f"**{fmt.sig(total, 3)}**",
                       *[fmt.sig(sum(r.phases_s.get(p, 0.0) for _, r in records), 3) for p in phases]])
-        untimed = [n for n in ctx.results.folders if stored[n] is not None and stored[n].wall_s is None]
-        absent = [n for n in ctx.results.folders if stored[n] is None]
+        untimed = [n for n in ctx.published if stored[n] is not None and stored[n].wall_s is None]
+        absent = [n for n in ctx.published if stored[n] is None]
         note = "".join(f" Not counted ({why}): {', '.join(names)}." for why, names in
                        (("no refresh time on record", untimed), ("no results", absent)) if names)
         out.append(f"**{cell(g)}**: the sum of the results files' wall times is {fmt.sig(total, 3)} s "
@@ -183,7 +189,7 @@ def refresh_cost(ctx: Context) -> str:
 
 def large_pass_cost(ctx: Context, gpu: str) -> str:
     """A sentence on what the large pass (run apart, ``--large``) cost on ``gpu``, or ""."""
-    views = [ctx.view(name, gpu, note=False) for name in ctx.results.folders]
+    views = [ctx.view(name, gpu, note=False) for name in ctx.published]
     records = [(v.experiment, v.large.record) for v in views if v.large is not None]
     timed = [(n, r) for n, r in records if r is not None and r.part == "large" and r.wall_s is not None]
     if not timed:

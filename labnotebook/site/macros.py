@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from .. import metrics, noise
+from ..run.declare import Kernel
 from ..store import CEILINGS
 from . import claims, dashboard as board, fmt, frontmatter, markers, plots, profiles, tables
 from .claims import Side
@@ -206,9 +207,19 @@ def dashboard(ctx):
 @macro("block")
 def ceiling_chart(ctx):
     """Each headline row's bandwidth as a share of its GPU's copy bandwidth."""
-    entries = [(f"{line.experiment} · {line.name}", line.pcts) for line in board.lines(ctx)
-               if any(line.pcts.values())]
-    return plots.figure(plots.ceiling_chart(entries, ctx.gpus))
+    lines = board.lines(ctx)
+    entries = [(f"{line.experiment} · {line.name}", line.pcts) for line in lines if any(line.pcts.values())]
+    return plots.figure(plots.ceiling_chart(entries, ctx.gpus)) + _undrawn(
+        ctx, [(f"{line.experiment} · {line.name}", gpu, why) for line in lines for gpu, why in line.undrawn.items()])
+
+
+def _undrawn(ctx, missing: list[tuple[str, str, str]]) -> str:
+    """Under a chart, what it could not draw, per GPU, and why (the table or page says more)."""
+    by_gpu: dict[str, list[str]] = {}
+    for what, gpu, why in missing:
+        by_gpu.setdefault(gpu, []).append(f"{cell(what)} ({cell(why)})")
+    return "".join(f'\n\n<p class="nb-problem">⚠ Not drawn for the {tables.short(g)}: {", ".join(items)}.</p>\n'
+                   for g, items in by_gpu.items())
 
 
 @macro("block")
@@ -235,8 +246,9 @@ def roofline(ctx, tensor=None):
                 raise Problem("absent", f"{experiment} on {gpu} has no timed row of {', '.join(names)}", experiment, gpu)
             best_row = max(rows, key=lambda r: metrics.throughput(r)[0])
             roofs[f"tensor cores ({best_row.name}, {fmt.case(best_row.case)})"] = metrics.throughput(best_row)[0]
-        points = _roof_points(ctx, gpu)
-        charts.append(plots.figure(plots.roofline(gpu, copy, roofs, points)) + "\n\n" + _roof_table(gpu, copy, roofs, points))
+        points, missing = _roof_points(ctx, gpu)
+        charts.append(plots.figure(plots.roofline(gpu, copy, roofs, points)) + _undrawn(ctx, missing) + "\n\n"
+                      + _roof_table(gpu, copy, roofs, points))
     return "\n\n".join(charts) + "\n"
 
 
@@ -254,20 +266,26 @@ def _roof_table(gpu, copy, roofs, points) -> str:
             + _indent(body) + "\n")
 
 
-def _roof_points(ctx, gpu) -> list[plots.RoofPoint]:
-    points = []
-    for experiment in ctx.results.folders:
+def _roof_points(ctx, gpu) -> tuple[list[plots.RoofPoint], list[tuple[str, str, str]]]:
+    """The points of a GPU's roofline, and what could not be drawn: (what, gpu, why)."""
+    points, missing = [], []
+    for experiment in ctx.published:
         view = ctx.view(experiment, gpu, note=False)
         problem = view.problem()
         if problem is not None:
             ctx.report(problem)  # a point from stale or failed results is not drawn as if it were good
+            missing.append((experiment, gpu, markers.LOOKS[problem.kind][2]))
             continue
         exp = ctx.results.declaration(experiment)
         for name in exp.runnable_names():
             profiled = view.record.profile.profiles.get(name) if view.record.profile else None
             case = profiled.case if profiled and profiled.main else exp.profile_case(name)
             row = view.record.row(name, case) if case else None
-            if row is None or not row.ok or not row.time or not row.intensity or row.device == "cpu":
+            if row is None or row.device == "cpu" or not row.intensity and row.ok:
+                continue  # not on the GPU, or declares no arithmetic intensity: not a roofline point
+            if not row.ok or not row.time:
+                missing.append((f"{experiment} · {name}", gpu, "skipped" if row.status == "skipped" else
+                                "failed" if not row.ok else "not timed"))
                 continue
             value, unit = metrics.throughput(row)
             tflops = value if unit == "TFLOP/s" else value * row.intensity / 1e3
@@ -277,7 +295,7 @@ def _roof_points(ctx, gpu) -> list[plots.RoofPoint]:
                 limiter = "–"
             points.append(plots.RoofPoint(experiment, name, row.kind, case, row.intensity, tflops, limiter,
                                           metrics.ceiling_gbs(view.record)))
-    return points
+    return points, missing
 
 
 @macro("block")
@@ -297,7 +315,7 @@ def results_provenance(ctx):
     """Which runs the site's numbers come from: per GPU, the dates and commits of its results."""
     lines = []
     for g in ctx.gpus:
-        records = [ctx.view(e, g, note=False).record for e in ctx.results.folders]
+        records = [ctx.view(e, g, note=False).record for e in ctx.published]
         records = [r for r in records if r is not None and r.provenance]
         commits = sorted({r.provenance.git_commit[:10] for r in records if r.provenance.git_commit})
         dates = sorted(r.provenance.date[:10] for r in records)
@@ -305,15 +323,16 @@ def results_provenance(ctx):
             lines.append(f"- **{cell(g)}**: no results yet.")
             continue
         span = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
-        lines.append(f"- **{cell(g)}**: {len(records)} of {len(ctx.results.folders)} entries, measured "
+        lines.append(f"- **{cell(g)}**: {len(records)} of {len(ctx.published)} entries, measured "
                      f"{span} at commit{'s' if len(commits) > 1 else ''} "
                      + ", ".join(f"`{c}`" for c in commits) + ".")
     return "\n".join(lines) + "\n"
 
 
 def contents(ctx, pages):
-    """The entries, by topic, oldest first, from their front matter."""
-    return frontmatter.contents([p for p in pages if p.entry])
+    """The published entries, by topic, oldest first, from their front matter (a draft is
+    reached from the navigation alone)."""
+    return frontmatter.contents([p for p in pages if p.entry and not p.draft])
 
 
 # -- inline figures and words --------------------------------------------------------------------
@@ -398,6 +417,33 @@ def best(ctx, experiment, case, among="kernel", gpu=None):
 def _and(items) -> str:
     items = list(items)
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+@macro("inline")
+def noise_rule(ctx):
+    """The rule every comparison on the site follows, as ``labnotebook/noise.py`` states it."""
+    return noise.RULE
+
+
+COUNTED = {
+    "kernels": lambda exp: exp.kernels,
+    "CUDA kernels": lambda exp: [k for k in exp.kernels if isinstance(k, Kernel)],
+    "baselines": lambda exp: exp.baselines,
+    "cases": lambda exp: exp.cases,
+    "edge cases": lambda exp: exp.edge_cases,
+}
+NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve".split()
+
+
+@macro("inline")
+def count(ctx, experiment, what="kernels", capital=False):
+    """How many of ``what`` (a key of ``COUNTED``) the experiment declares, as a word up to
+    twelve ("Twelve" with ``capital``): counts in prose come from the declaration."""
+    if what not in COUNTED:
+        raise Problem("error", f"count(): what is one of {', '.join(COUNTED)}; got {what!r}")
+    n = len(COUNTED[what](ctx.results.declaration(experiment)))
+    word = NUMBER_WORDS[n] if n < len(NUMBER_WORDS) else f"{n:,}"
+    return word.capitalize() if capital else word
 
 
 @macro("inline")
@@ -580,7 +626,7 @@ def _names(x) -> str:
 MACROS = [results_table, side_by_side, checks, kernel_report, end_to_end, gpu_table, phase_table, gpu_facts,
           run_output, sources, reproduce, entry_results, sweep_plot, case_bars, rung_bars, phase_chart, dashboard,
           ceiling_chart, execution_summary, refresh_cost, results_provenance, value, ceiling, compare, best,
-          same_output, claim, profile, profile_gain, limiter, roofline]
+          count, noise_rule, same_output, claim, profile, profile_gain, limiter, roofline]
 
 
 def define_env(env) -> None:

@@ -48,6 +48,7 @@ class View:
     root: Path | None = None  # paths in messages are shown relative to it
     large: Stored | None = None  # the large pass, where the declaration has cases of 2^31 elements and more
     large_cases: tuple[str, ...] = ()  # their names, as declared
+    declared: Experiment | None = None  # the declaration, where it loads: what a page may ask for
 
     @property
     def experiment(self) -> str:
@@ -98,8 +99,28 @@ class View:
             raise self.problem()
         return self.record
 
+    def undeclared(self, name: str | None, case: str) -> Problem | None:
+        """A name or case the declaration does not have: a misspelling, an error on any page,
+        draft or not, with results or without."""
+        exp = self.declared
+        if exp is None:
+            return None
+        names = exp.runnable_names() + (["h2d", "d2h"] if exp.time_transfers else [])
+        cases = [c.name for c in exp.all_cases()]
+        if case not in cases:
+            return Problem("absent", f"{self.experiment} declares no case {case!r} (cases: {', '.join(cases)})",
+                           self.experiment)
+        recorded = self.record is not None and any(r.name == name for r in self.record.rows)
+        if name is not None and name not in names and not recorded and not exp.phases:  # phases are named as they run
+            return Problem("absent", f"{self.experiment} declares no kernel or baseline {name!r} "
+                                     f"(it has {', '.join(names)})", self.experiment)
+        return None
+
     def row(self, name: str, case: str) -> Row:
         """The row for ``name`` at ``case``, whatever its status."""
+        misspelt = self.undeclared(name, case)
+        if misspelt is not None:
+            raise misspelt
         row = self.require().row(name, case)
         if row is None:
             raise Problem("absent", f"{self.experiment} on {self.gpu} has no row {name!r} at case {case!r} "
@@ -133,6 +154,9 @@ class View:
     def leaders(self, case: str, among: list[str] | str = "kernel", slowest: bool = False) -> list[Row]:
         """The rows that may be called the fastest (or slowest) at ``case`` by the noise rule:
         the first by median and every row tied with it, first first (``noise.leaders``)."""
+        for name in [None] + (among if isinstance(among, list) else []):
+            if (misspelt := self.undeclared(name, case)) is not None:
+                raise misspelt
         rows = {r.name: r for r in self.require().rows if r.case == case and r.ok and r.time
                 and (r.kind == among if isinstance(among, str) else r.name in among)}
         if not rows:
@@ -207,7 +231,11 @@ class Results:
                                     f"(have {', '.join(sorted(self.keys.names()))})", experiment)
         key = (experiment, gpu)
         if key not in self._views:
-            view = View(Stored.read(self.store, experiment, gpu, self.keys), self.root)
+            try:
+                declared = self.declaration(experiment)
+            except Problem:
+                declared = None  # the key says why, wherever the results are shown
+            view = View(Stored.read(self.store, experiment, gpu, self.keys), self.root, declared=declared)
             if "large" in self.keys[experiment].parts:
                 view.large = Stored.read(self.store, experiment, gpu, self.keys, "large")
                 view.large_cases = self.keys[experiment].large_cases
