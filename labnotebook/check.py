@@ -7,7 +7,8 @@ of 2^31 elements and more, run by ``build_results.py --large``). Elsewhere a sta
 it as such), a failed or unreadable one still an error. A draft entry's results are never
 required: a draft with no results yet is a note, its other findings are warnings wherever they
 are. A profile that is not fresh is a warning: it is evidence beside the numbers, never a reason
-to distrust them.
+to distrust them. An experiment whose declaration does not load is an error of its own, named
+once, draft or not: nothing can be run or shown for it until it loads.
 """
 
 from __future__ import annotations
@@ -25,14 +26,20 @@ from .store import CEILINGS, Store
 class Finding:
     level: Literal["error", "warning", "note"]
     experiment: str
-    gpu: str
+    gpu: str  # empty where the finding is the experiment's own, on no GPU in particular
     what: str  # "stale", "failed", "missing", "corrupt", or "profile stale" and the like
     why: str  # which files changed, why the run failed, ...
     fix: str  # the command that fixes it, and where to run it
 
     def line(self) -> str:
         mark = {"error": "✗", "warning": "!", "note": "·"}[self.level]
-        return f"{mark} {self.experiment} on {self.gpu}: {self.what}: {self.why}; fix: {self.fix}"
+        return f"{mark} {self.text}"
+
+    @property
+    def text(self) -> str:
+        """The line without its mark, as a build error shows it."""
+        where = f"{self.experiment} on {self.gpu}" if self.gpu else self.experiment
+        return f"{where}: {self.what}: {self.why}; fix: {self.fix}"
 
 
 def command(stored: Stored) -> str:
@@ -46,6 +53,9 @@ def findings(root: Path, store: Store) -> list[Finding]:
                                *(g for name in keys.names() for g in store.gpus(name, failures=True))]))
     out = []
     for name in keys.names():
+        if keys[name].error:
+            out.append(load_error(name, keys[name].error))
+            continue  # its results, on every GPU, would only repeat that
         for gpu, part in ((g, p) for g in gpus for p in keys[name].parts):
             stored = Stored.read(store, name, gpu, keys, part)
             state = stored.state
@@ -66,3 +76,9 @@ def findings(root: Path, store: Store) -> list[Finding]:
                 out.append(Finding("warning", name, gpu, f"profile {stored.profile_state}", reason,
                                    command(stored)))
     return out
+
+
+def load_error(name: str, error: str) -> Finding:
+    """The finding for an experiment whose ``experiment.py`` raises, or declares what is not there."""
+    return Finding("error", name, "", "its declaration does not load", error.removeprefix(f"{name}: "),
+                   f"edit snippets/{name}/ (`pytest tests/test_experiments.py` checks a declaration, no GPU needed)")

@@ -22,7 +22,7 @@ from rich.table import Table
 from .errors import NoGPUError, NotebookError
 from .experiments import experiment_folders, load
 from . import settings
-from .check import findings
+from .check import findings, load_error
 from .freshness import Keys, Stored
 from .orchestrate import Build, Options, kill_workers, print_outcomes
 from .run.device import gpus_from_smi
@@ -111,6 +111,16 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             raise NotebookError(f"no experiment named {', '.join(unknown)}; have {', '.join(folders)}")
         selected = {n: f for n, f in folders.items() if not args.only or n in args.only}
+        # Drafts too, and before any GPU is looked for: a declaration that does not load is a
+        # mistake to fix in seconds, not a failure to find after a run (or a silent "nothing to
+        # run"). It is named, the rest still runs, and the command fails.
+        keys = Keys(root)
+        broken = [load_error(n, keys[n].error) for n in selected if keys[n].error]
+        for f in broken:
+            print(f"error: {f.text}", file=sys.stderr)
+        selected = {n: f for n, f in selected.items() if not keys[n].error}
+        if broken and not selected:
+            return 2
         # A draft entry runs when it is named: a whole build (or --force) would pay for kernels
         # that are still being written.
         left_out = sorted(set(selected) & settings.drafts(root) - set(args.only or []))
@@ -129,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                 names = ", ".join(selected) if args.only else "every experiment"
                 console.print(f"{names}: up to date on {', '.join(sorted({g for n in selected for g in store.gpus(n)}))}"
                               "; nothing to run (no GPU needed)")
-                return 0
+                return 2 if broken else 0
             raise
         build = Build(root, store, console, options)
         signal.signal(signal.SIGTERM, _interrupted)
@@ -142,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             kill_workers()  # whatever ended the build, no worker outlives it
         print_outcomes(console, gpu + (" (the large pass)" if args.large else ""), outcomes, build.wall_s)
-        return 1 if any(o.state == "failed" for o in outcomes) else 0
+        return 1 if broken or any(o.state == "failed" for o in outcomes) else 0
     except NotebookError as e:
         print(f"error: {e}", file=sys.stderr)  # one plain line: no markup, no wrapping
         return 2

@@ -43,7 +43,8 @@ def scaffold(root: Path, name: str, title: str | None = None) -> list[Path]:
 
 
 def add_to_nav(text: str, page: str) -> str:
-    """``text`` (mkdocs.yml) with ``page`` appended to the nav's Entries section: one line."""
+    """``text`` (mkdocs.yml) with ``page`` appended to the nav's Entries section: one line, or
+    none where the section lists it already (an entry removed and made again)."""
     lines = text.splitlines(keepends=True)
     try:
         start = next(i for i, ln in enumerate(lines) if ln.strip() == "- Entries:")
@@ -56,5 +57,6 @@ def add_to_nav(text: str, page: str) -> str:
     end = start + 1
     while end < len(lines) and lines[end].strip() and indent_of(lines[end]) >= indent:
         end += 1
-    lines.insert(end, " " * indent + f"- {page}\n")
+    if f"- {page}" not in (ln.strip() for ln in lines[start + 1:end]):
+        lines.insert(end, " " * indent + f"- {page}\n")
     return "".join(lines)

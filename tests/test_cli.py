@@ -196,3 +196,34 @@ def test_check_asks_for_the_large_pass_where_an_experiment_has_one(checked):
     main.rows.append(large.rows[0])
     store.write(main)
     assert run_cli("--check", root=checked).returncode == 0
+
+
+@pytest.mark.parametrize("edit, reason", [
+    (('"1_skips_last.cu"', '"1_skip_last.cu"'), "kernel file 1_skip_last.cu does not exist"),
+    (('"add_skip_last"', '"add_skiplast"'), "1_skips_last.cu has no __global__ function named 'add_skiplast' "
+                                             "(Kernel's second argument); the file's __global__ functions: add_skip_last"),
+    (("experiment = Experiment(", "experiment = Experiment(("), "experiment.py raised SyntaxError"),
+])
+def test_check_names_an_experiment_whose_declaration_does_not_load(checked, edit, reason):
+    declaration = checked / "snippets" / "wrong_answer" / "experiment.py"
+    declaration.write_text(declaration.read_text().replace(*edit))
+    (checked / "docs").mkdir()
+    (checked / "docs" / "wrong_answer.md").write_text("---\ntitle: W\ndraft: true\n---\n")  # a draft: still an error
+    proc = run_cli("--check", root=checked)
+    assert proc.returncode == 1
+    broken = [ln for ln in proc.stdout.splitlines() if "wrong_answer" in ln]
+    assert len(broken) == 1, proc.stdout  # once, not once per GPU
+    assert broken[0].startswith(f"✗ wrong_answer: its declaration does not load: {reason}")
+    assert "fix: edit snippets/wrong_answer/" in broken[0]
+
+
+def test_a_plain_run_says_a_declaration_does_not_load_before_it_looks_for_a_gpu(checked):
+    declaration = checked / "snippets" / "wrong_answer" / "experiment.py"
+    declaration.write_text(declaration.read_text().replace('"1_skips_last.cu"', '"1_skip_last.cu"'))
+    (checked / "docs").mkdir()
+    (checked / "docs" / "wrong_answer.md").write_text("---\ntitle: W\ndraft: true\n---\n")  # left out, but named
+    proc = run_cli(root=checked, env={"PATH": "/nonexistent"})
+    assert proc.returncode == 2  # named, the others still considered, and the command fails
+    assert proc.stderr.splitlines()[0] == ("error: wrong_answer: its declaration does not load: kernel file "
+                                           "1_skip_last.cu does not exist; fix: edit snippets/wrong_answer/ "
+                                           "(`pytest tests/test_experiments.py` checks a declaration, no GPU needed)")

@@ -19,7 +19,7 @@ import pytest
 
 from labnotebook import Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, Unsupported
 from labnotebook.errors import ExperimentError
-from labnotebook.experiments import experiment_folders, load
+from labnotebook.experiments import experiment_folders, global_functions, load
 from labnotebook.run.declare import tolerance_at
 from labnotebook.run.execute import InvalidLaunch, launch_dims
 from labnotebook.run.protocol.verify import compare
@@ -581,6 +581,29 @@ def test_broken_declaration_is_reported_by_name(tmp_path):
     (bad / "experiment.py").write_text("x = 1\n")
     with pytest.raises(ExperimentError, match="must define"):
         load(bad)
+
+
+def test_a_misspelled_kernel_function_is_refused_naming_those_the_file_has(tmp_path):
+    """At load time (so --check, the site build and the tests all see it), with no nvcc."""
+    folder = shutil.copytree(FAULTS / "snippets" / "wrong_answer", tmp_path / "typo")
+    declaration = folder / "experiment.py"
+    declaration.write_text(declaration.read_text().replace('"add_skip_last"', '"add_skiplast"'))
+    with pytest.raises(ExperimentError, match=r"^typo: 1_skips_last\.cu has no __global__ function named "
+                                              r"'add_skiplast' \(Kernel's second argument\); the file's __global__ functions: add_skip_last$"):
+        load(folder)
+
+
+def test_global_functions_are_read_past_attributes_comments_and_templates():
+    cuda = """
+    // extern "C" __global__ void commented_out(float* x)
+    /* __global__ void also_commented(float* x) */
+    extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(128 * (1 + C), 1)
+    clustered(const float* x) {}
+    template <int N> __global__ void templated(float* x) {}
+    __device__ float helper(float x) { return x; }
+    extern "C" __global__ void plain (float* x) {}
+    """
+    assert global_functions(cuda) == ["clustered", "templated", "plain"]
 
 
 # -- the checks catch authoring mistakes, by name ------------------------------------------------

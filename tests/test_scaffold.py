@@ -2,6 +2,8 @@
 passes the declaration checks before any GPU has run it."""
 
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,12 +16,34 @@ from labnotebook.scaffold import add_to_nav, scaffold
 from conftest import ROOT, run_cli
 
 
+def without_entry(config: str, page: str) -> str:
+    """``config`` with no nav line for ``page``."""
+    return "".join(ln for ln in config.splitlines(keepends=True) if ln.strip() != f"- {page}")
+
+
 @pytest.fixture
 def project(tmp_path):
+    """An empty project with the real mkdocs.yml, less any nav line for ``scale``: a checkout where
+    someone followed the README (``build_results.py new scale``) lists it already."""
     (tmp_path / "docs").mkdir()
     (tmp_path / "snippets").mkdir()
-    shutil.copyfile(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    (tmp_path / "mkdocs.yml").write_text(without_entry((ROOT / "mkdocs.yml").read_text(), "scale.md"))
     return tmp_path
+
+
+def test_new_scale_in_the_checkout_then_these_tests_still_pass(tmp_path):
+    """The README's own example, then ``pytest``: the tests above scaffold ``scale`` too, into a
+    copy of a mkdocs.yml that now lists it."""
+    checkout = tmp_path / "checkout"
+    (checkout / "tests").mkdir(parents=True)
+    for name in ("tests/conftest.py", "tests/test_scaffold.py", "build_results.py", "mkdocs.yml", "pyproject.toml"):
+        shutil.copyfile(ROOT / name, checkout / name)
+    (checkout / "docs").mkdir()
+    (checkout / "snippets").mkdir()
+    assert run_cli("new", "scale", root=checkout).returncode == 0
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_scaffold.py",
+                           "-k", "not then_these_tests"], cwd=checkout, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_new_writes_the_folder_the_page_and_one_nav_line(project):
@@ -63,3 +87,8 @@ def test_a_config_without_entries_is_refused_and_leaves_nothing_half_made(projec
 def test_the_nav_line_follows_the_existing_indent():
     text = "nav:\n  - Entries:\n    - a.md\n    - b.md\nextra: {}\n"
     assert add_to_nav(text, "c.md") == "nav:\n  - Entries:\n    - a.md\n    - b.md\n    - c.md\nextra: {}\n"
+
+
+def test_a_page_the_nav_lists_already_is_not_listed_twice():
+    text = "nav:\n  - Entries:\n    - a.md\n    - b.md\nextra: {}\n"
+    assert add_to_nav(text, "a.md") == text

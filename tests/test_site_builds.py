@@ -5,7 +5,11 @@ comparisons flip."""
 from __future__ import annotations
 
 import dataclasses
+import html
+import json
+import logging
 import re
+import shutil
 
 import pytest
 import yaml
@@ -34,6 +38,40 @@ def test_real_notebook_builds_strict(built_site):
     assert 'class="nb-claim"' in built_site.html("softmax")  # checked claims, with their figures on hover
 
 
+def test_no_rendered_comparison_calls_rows_whose_spreads_overlap_faster_or_slower(built_site):
+    """Every comparison the site renders (sentences, tables, the dashboard) is marked with the
+    rows it compares; read those rows' 10th and 90th percentiles from the results files here,
+    on our own, and hold the words to the rule: a direction only outside both spreads."""
+    files = {}
+
+    def spread(ref: str) -> tuple[float, float]:
+        experiment, gpu, case, names = ref.split("|")
+        if (experiment, gpu) not in files:
+            path = next(p for p in (ROOT / "results" / experiment).glob("*.json")
+                        if ".failure" not in p.name and ".large" not in p.name
+                        and json.loads(p.read_text())["gpu"] == gpu)
+            files[experiment, gpu] = json.loads(path.read_text())["rows"]
+        times = [next(r["time"] for r in files[experiment, gpu] if r["name"] == n and r["case"] == case)
+                 for n in names.split("+")]
+        return sum(t["q10_ms"] for t in times), sum(t["q90_ms"] for t in times)
+
+    seen = 0
+    for page in built_site.site.glob("**/index.html"):
+        for m in re.finditer(r'<span class="nb-cmp" data-a="([^"]+)" data-b="([^"]+)"[^>]*>(.*?)</span>',
+                             page.read_text()):
+            (a_lo, a_hi), (b_lo, b_hi) = spread(html.unescape(m.group(1))), spread(html.unescape(m.group(2)))
+            words, seen = html.unescape(m.group(3)), seen + 1
+            where = f"{page.parent.name}: {words} ({m.group(1)} against {m.group(2)})"
+            if "faster" in words:
+                assert a_hi < b_lo, where
+            elif "slower" in words:
+                assert a_lo > b_hi, where
+            else:
+                assert "as fast as" in words or "level" in words, where
+                assert a_hi >= b_lo and a_lo <= b_hi, where
+    assert seen > 100  # sentences, tables and the dashboard
+
+
 def test_every_page_that_shows_numbers_names_its_commit(built_site):
     entries = [e[:-3] for e in ENTRIES if e != "gpu.md" and not is_draft(ROOT / "docs" / e)]  # a draft shows none yet
     for page in ["index", "dashboard", "analysis", "gpu", "time_breakdown", *entries]:
@@ -60,6 +98,25 @@ def test_the_analysis_notebook_ran_once_and_is_cached_on_its_inputs(built_site):
     assert cached.exists()  # the next build with the same inputs renders this copy
     text = built_site.text("analysis")
     assert "H200 - H100" in text and "commit" in text and "Kept their share" in text
+
+
+def test_the_notebook_kernel_runs_without_the_tcp_warning(tmp_path, capfd):
+    import nbformat
+
+    nb = tmp_path / "docs" / "quiet.ipynb"
+    nb.parent.mkdir()
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")]), nb)
+    folder = notebook.executed(nb, "quiet.ipynb", tmp_path, tmp_path / ".cache")
+    assert "42" in (folder / "quiet.ipynb").read_text()
+    assert "without encryption" not in capfd.readouterr().err  # the kernel's own stderr, a process of its own
+
+
+def test_a_build_logs_no_macros_set_up_chatter(tmp_path, caplog):
+    root = fixture_project(tmp_path, states=("fresh",))
+    with caplog.at_level(logging.INFO, logger="mkdocs"):
+        assert build(root).ok
+    assert "Building documentation" in caplog.text  # INFO reaches the log, the plugin's own chatter does not
+    assert "[macros]" not in caplog.text
 
 
 def test_the_404_page_finds_its_assets_under_a_sub_path(built_site):
@@ -154,6 +211,17 @@ def test_a_missing_front_matter_key_fails_at_once_in_one_line(tmp_path):
     assert not built.ok
     assert built.warnings == ["docs/fresh.md: front matter has no 'topic'; add `topic: <the contents section it "
                               "belongs to, such as 'Memory'>` between the --- lines at the top of the page"]
+
+
+def test_a_declaration_that_does_not_load_fails_at_once_naming_the_experiment_not_the_notebook(tmp_path):
+    root = fixture_project(tmp_path, states=("fresh", "missing"), drafts=("missing",))
+    shutil.copyfile(ROOT / "docs" / "analysis.ipynb", root / "docs" / "analysis.ipynb")  # it loads every declaration
+    declaration = root / "snippets" / "missing" / "experiment.py"
+    declaration.write_text(declaration.read_text().replace('"1_copy.cu"', '"1_cpy.cu"'))
+    built = build(root)
+    assert not built.ok
+    assert built.warnings == ["missing: its declaration does not load: kernel file 1_cpy.cu does not exist; fix: edit "
+                              "snippets/missing/ (`pytest tests/test_experiments.py` checks a declaration, no GPU needed)"]
 
 
 # -- the real pages, over results that say something else ---------------------------------------------

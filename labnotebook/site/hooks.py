@@ -1,6 +1,7 @@
 """MkDocs hooks (``hooks:`` in mkdocs.yml): what the build does around the pages' macros.
 
-- Front matter is checked before anything renders, so a missing key fails at once, in one line.
+- Front matter and the experiments' declarations are checked before anything renders, so a
+  missing key or a declaration that does not load fails at once, in one line that names it.
 - The analysis notebook is executed only when its inputs changed (``notebook.py``).
 - Titles show powers as superscripts (``2^28`` -> ``2²⁸``) in the page, the nav and search,
   and every entry gets its byline from its front matter.
@@ -9,6 +10,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 
@@ -16,11 +18,18 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
+from labnotebook.check import load_error
 from labnotebook.errors import NotebookError
 from labnotebook.experiments import experiment_folders
 from labnotebook.freshness import Keys
 from labnotebook.site import frontmatter, notebook
 from labnotebook.site.fmt import superscripts
+
+# mkdocs-macros reports its own set-up (modules, functions, variables found) in seven INFO lines
+# at every build. Its warnings and errors (a macro that failed) still show; `mkdocs build -v`
+# shows the set-up too.
+if not logging.getLogger("mkdocs").isEnabledFor(logging.DEBUG):
+    logging.getLogger("mkdocs.plugins.mkdocs_macros").setLevel(logging.WARNING)
 
 
 def _root(config) -> Path:
@@ -31,6 +40,10 @@ def _root(config) -> Path:
 def on_files(files, config):
     try:
         frontmatter.pages(Path(config.docs_dir), config.nav)
+        keys = Keys(_root(config))  # before the notebook and the pages, which would fail on it further away
+        broken = [load_error(name, keys[name].error) for name in keys.names() if keys[name].error]
+        if broken:
+            raise NotebookError(" | ".join(f.text for f in broken))
         for f in [f for f in files if f.src_uri.endswith(".ipynb")]:
             # The same page, read from the executed copy: ``<cache>/<key>/<its path under docs/>``.
             folder = notebook.executed(Path(f.abs_src_path), f.src_uri, _root(config), _root(config) / ".cache" / "notebooks")

@@ -44,15 +44,22 @@ def executed(notebook: Path, src_uri: str, root: Path, cache: Path) -> Path:
     if out.exists():
         return folder
     import nbformat
+    import zmq
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
+    from traitlets.config import Config
 
     nb = nbformat.read(notebook, as_version=4)
-    try:
-        NotebookClient(nb, timeout=600, kernel_name="python3",
-                       resources={"metadata": {"path": str(notebook.parent)}}).execute()
-    except CellExecutionError as e:
-        raise NotebookError(f"{notebook.name}: a cell raised {e.ename}: {e.evalue}") from None
+    with tempfile.TemporaryDirectory(prefix="notebook-kernel-") as sockets:
+        # The kernel talks over Unix sockets in a folder of our own, not TCP on localhost: no
+        # other user can reach it, and ipykernel has no reason to warn, at every build, that it
+        # runs "over TCP without encryption". TCP where the platform has no IPC transport.
+        transport = {"transport": "ipc", "ip": str(Path(sockets) / "kernel")} if zmq.has("ipc") else {}
+        try:
+            NotebookClient(nb, timeout=600, kernel_name="python3", config=Config(KernelManager=transport),
+                           resources={"metadata": {"path": str(notebook.parent)}}).execute()
+        except CellExecutionError as e:
+            raise NotebookError(f"{notebook.name}: a cell raised {e.ename}: {e.evalue}") from None
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".tmp")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
