@@ -59,7 +59,8 @@ def results_table(view: View, note: Note, cases: list[str] | None = None, names:
     cases = cases or view.cases()
     # Copies are not kernels: end_to_end_table shows them beside the kernel they serve.
     names = names or [n for n in view.names() if n not in ("h2d", "d2h")]
-    head = ["", "case", "median (p10–p90)", "throughput"] + ([] if percent else ["% of copy"])
+    # The GPU heads the names' column: tables of two GPUs can follow each other.
+    head = [f"on the {short(view.gpu)}", "case", "median (p10–p90)", "throughput"] + ([] if percent else ["% of copy"])
     if baseline:
         head.append(f"% of {baseline}" if percent else f"vs {baseline}")
     head.append("verified: worst error ÷ its bound")
@@ -142,7 +143,8 @@ def caption(views: list[View]) -> str:
 
 def gpu_table(views: list[View], case: str, names: list[str], note: Note) -> str:
     """The same rows on several GPUs side by side: median, throughput and % of each GPU's ceiling."""
-    head = ["", *(f"{short(v.gpu)} {what}" for v in views for what in ("median", "throughput", "% of copy"))]
+    head = [f"at {cell(fmt.case(case))}",  # so that two such tables in a row say which case each is
+            *(f"{short(v.gpu)} {what}" for v in views for what in ("median", "throughput", "% of copy"))]
     lines = []
     for name in names:
         cells, shown = [], None
