@@ -44,6 +44,17 @@ SMALLEST_CHART_TEXT = """() => {
   return sizes.length ? Math.min(...sizes) : null;
 }"""
 
+# The charts and images that stick out of the article's box, the text column: none should.
+CHARTS_OUT_OF_COLUMN = """() => {
+  const article = document.querySelector("article");
+  const column = article.getBoundingClientRect();
+  return [...article.querySelectorAll("svg, img")]
+    .map(el => el.getBoundingClientRect())
+    .filter(r => r.width > 0 && (r.left < column.left - 0.5 || r.right > column.right + 0.5))
+    .map(r => `${Math.round(r.width)} px at ${Math.round(r.left)}-${Math.round(r.right)}`
+              + ` in a column at ${Math.round(column.left)}-${Math.round(column.right)}`);
+}"""
+
 
 def _chromium() -> str | None:
     return os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -163,8 +174,9 @@ def links():
 def test_page_reads_on_a_phone_offline_without_errors_or_overflow(phone, server, links, path):
     page = phone.open(path)
     assert phone.errors == [] and phone.external == [], "the site must read offline, without errors"
-    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-    assert overflow <= 0, f"/{path} is {overflow} px wider than a 390 px screen"
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= phone.width, f"/{path} is {width} px wide on a {phone.width} px screen: it scrolls sideways"
+    assert page.evaluate(CHARTS_OUT_OF_COLUMN) == [], f"a chart on /{path} does not fit its column"
     smallest = page.evaluate(SMALLEST_CHART_TEXT)
     assert smallest is None or smallest >= LEGIBLE_PX, f"chart text of {smallest:.1f} px on /{path}"
     links.update(a.split("#")[0] for a in page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
@@ -182,8 +194,9 @@ def test_every_link_on_the_site_resolves(phone, server, links):
             pytest.fail(f"broken link {link}: {e.code}")
 
 
-def test_results_tables_scroll_inside_their_frame_with_the_first_column_pinned(phone):
-    page = phone.open("vec_add/")
+@pytest.mark.parametrize("path", ["vec_add/", "dashboard/"])
+def test_results_tables_scroll_inside_their_frame_with_the_first_column_pinned(phone, path):
+    page = phone.open(path)
     page.locator(".md-typeset__scrollwrap").first.evaluate("el => el.scrollLeft = 300")
     first = page.locator(".md-typeset__table table td:first-child").first
     assert first.evaluate("el => getComputedStyle(el).position") == "sticky"
@@ -198,7 +211,7 @@ def test_softmax_on_a_desktop(desktop):
     assert checks.evaluate("el => el.scrollWidth <= el.clientWidth"), "the checks table is cut off"
     assert page.locator(".katex-display .mfrac").count() >= 1  # the softmax formula, as display math
     assert "2²⁸" in page.locator(".md-nav").first.inner_text()  # titles: powers as superscripts
-    assert re.search(r"Checked against the results: .* µs", page.locator(".nb-claim").first.get_attribute("title"))
+    assert re.search(r"Checked against the results\b.*: .* µs", page.locator(".nb-claim").first.get_attribute("title"))
     href = page.locator("a[href$='7_float4_registers.cu']").first.evaluate("a => a.href")
     assert b"softmax_float4_registers" in urllib.request.urlopen(href).read()
     page.locator(".md-annotation__index").first.click()

@@ -314,7 +314,8 @@ def test_a_chart_title_names_a_size_only_when_every_plotted_case_has_it(ctx):
     assert "per case" not in mixed and ">absent<" not in mixed  # a legend lists what has points
     one = plots.bandwidth_sweep(view, ["1_copy"], "n", ["2^20"], ctx.note)
     assert "8 MiB read + written per case" in one
-    assert re.search(r'<svg style="min-width: \d+px"', one)  # legible on a phone: it scrolls
+    width = float(re.search(r'<svg [^>]*width="([\d.]+)pt"', one).group(1))
+    assert "min-width" not in one and width <= (plots.WIDTH + 0.2) * 72  # shrinks to a phone's column, never scrolls
 
 
 # -- front matter and the contents -----------------------------------------------------------------------

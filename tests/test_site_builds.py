@@ -145,7 +145,7 @@ def test_each_bad_state_gives_a_site_with_markers_where_the_numbers_would_be(fau
     assert "Median at the headline: 8.00 µs." in faults.text("fresh")
     board = faults.text("dashboard")
     for state, marker in MARKERS.items():
-        row = board.split(f" {state} 1_copy ")[1][:120] if state != "failed_other" else board.split(" failed_other torch ")[1][:120]
+        row = board.split(f" 1_copy · {state} ")[1][:120] if state != "failed_other" else board.split(" torch (GPU) · failed_other ")[1][:120]
         assert "⚠" in row, (state, row)
     assert not [w for w in faults.warnings if w.startswith("fresh.md")]
 
@@ -166,7 +166,7 @@ def test_stale_or_missing_results_on_another_gpu_are_marked_and_fail_nothing(tmp
         h200 = strict.text(state).split("On every GPU:")[1]
         assert MARKERS[state] in h200 or "No results" in h200 or "Stale results" in h200, (state, h200[:300])
         assert f"Median at the headline: 8.00 µs." in strict.text(state)  # the reference GPU's, fresh
-    assert "⚠" in strict.text("dashboard").split(" stale 1_copy ")[1][:200]
+    assert "⚠" in strict.text("dashboard").split(" 1_copy · stale ")[1][:200]
 
 
 @pytest.mark.parametrize("state", ["failed_headline", "corrupt"])

@@ -115,6 +115,20 @@ def test_a_rung_profiled_at_a_case_of_its_own_is_not_compared_with_the_rung_befo
     assert lines[1].startswith("- From `1_slow` to `3_fast`")
 
 
+def test_rungs_are_explained_and_tabled_in_their_numbered_order_not_as_strings():
+    """A results file keeps its kernels sorted as strings: 10_ and 12_ before 1_."""
+    k = KernelProfile("k", dram_pct=80.0, memory_pct=80.0, sm_pct=10.0, achieved_occupancy_pct=50.0)
+    names = ["10_tenth", "12_last", "1_first", "2_second", "triton_x"]
+    rec = record("x", H100, "h", rows(), profile=ProfilePass("ok", profiles={n: Profile("2^20", [k]) for n in names}))
+    rec.kernels = {n: rec.kernels.get(n) for n in names}
+    view = View(Stored("x", H100, rec, None, None))
+    steps = [line.split("`")[1::2][:2] for line in profiles.ladder(view, lambda p: None).splitlines()]
+    assert steps == [["1_first", "2_second"], ["2_second", "10_tenth"], ["10_tenth", "12_last"], ["12_last", "triton_x"]]
+    table = profiles.profile_table(view, lambda p: None)
+    assert [table.index(f"`{n}`") for n in ("1_first", "2_second", "10_tenth", "12_last", "triton_x")] == \
+        sorted(table.index(f"`{n}`") for n in names)
+
+
 def test_a_roof_point_is_held_to_the_roof_above_it():
     from labnotebook.site.plots import RoofPoint
 

@@ -117,16 +117,19 @@ def _limiter(ctx: Context, experiment: str, exp: Experiment, name: str, case: st
 
 
 def dashboard_table(ctx: Context, rows: list[Line]) -> str:
-    head = ["entry", "kernel or baseline", "case"]
+    """A row per line. Its first column, pinned on a phone while the table scrolls, names the row
+    and its entry; each GPU's figures follow it, so the key figure is in view without scrolling."""
+    head = ["kernel or baseline · entry"]
     for g in ctx.gpus:
         head += [f"{short(g)}: throughput (% of copy)", f"{short(g)}: against the entry's baseline"]
-    head.append(f"limiter on the {short(ctx.gpu)} (Nsight Compute)")
+    head += ["case", f"limiter on the {short(ctx.gpu)} (Nsight Compute)"]
     lines = []
     for line in rows:
-        cells = [f"[{line.experiment}]({line.experiment}.md)", line.label, cell(fmt.case(line.case))]
+        cells = [f"{line.label} · [{line.experiment}]({line.experiment}.md)" if line.name else
+                 f"[{line.experiment}]({line.experiment}.md) {line.label}"]
         for g in ctx.gpus:
             cells += list(line.cells.get(g, ("", "")))
-        lines.append(cells + [line.limiter])
+        lines.append(cells + [cell(fmt.case(line.case)), line.limiter])
     return table(head, lines)
 
 

@@ -70,6 +70,13 @@ def compared(c: Comparison, than: str, a: str, b: str) -> str:
             f"{speed_words(c, than)}</span>")
 
 
+def rung_order(name: str) -> tuple:
+    """Rungs by their number (2 before 10), then other names alphabetically: a results file keeps
+    its kernels sorted as strings (12_pipelined before 1_naive)."""
+    head = name.split("_")[0]
+    return (0, int(head), name) if head.isdigit() else (1, 0, name)
+
+
 def superscripts(text: str) -> str:
     """Powers written ``2^28`` or ``2^{28}`` as ``2²⁸``: for titles, navigation and table cells,
     where KaTeX does not run."""

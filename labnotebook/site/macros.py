@@ -549,17 +549,11 @@ def _words_name_the_rows(ctx, body, experiment, experiment_b, a, b, relation) ->
     for m in RUNG.finditer(body):
         for n in re.findall(r"\d+", m.group(0)):
             named |= rungs.get(int(n), set())
-    stray = sorted(named - checked, key=_natural)
+    stray = sorted(named - checked, key=fmt.rung_order)
     if stray:
         raise Problem("error", f"claim(): its sentence names {', '.join(f'`{n}`' for n in stray)}, which it does not "
-                               f"check (it checks {_names(sorted(checked, key=_natural))}): name those rows in "
+                               f"check (it checks {_names(sorted(checked, key=fmt.rung_order))}): name those rows in "
                                "the claim, or leave them out of its words", experiment)
-
-
-def _natural(name: str):
-    """Rungs in their numbered order (2 before 10), then other names alphabetically."""
-    head = name.split("_")[0]
-    return (0, int(head), name) if head.isdigit() else (1, 0, name)
 
 
 def _claim_on(ctx, experiment, a, relation, b, case, cases, case_b, gpu, gpu_b, experiment_b, among, by):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import math
-import re
 from dataclasses import dataclass
 
 import matplotlib
@@ -25,22 +24,19 @@ from .results import Problem, View  # noqa: E402
 from .style import INK, MIN_FONT, STYLE  # noqa: E402
 from .tables import Note, note_failure  # noqa: E402
 
-LEGIBLE_PX = 11  # the smallest text a reader should have to read, on any screen
-WIDTH = 6.4  # inches: narrow, so a chart is not scaled down much on a phone
-ROOFLINE_WIDTH = 4.0  # inches: the roofline fits a phone's 360 px at LEGIBLE_PX, without scrolling
+# Charts scale down to their column and never scroll: drawn this wide (constrained layout keeps
+# every label inside), a chart's 10 pt text is 10.8 px in a 390 px phone's 358 px column, and
+# about 10 px on a 360 px phone.
+WIDTH = 4.5  # inches
 
 
 def _svg(fig) -> str:
-    """The figure as inline SVG that never scales below legible text: its minimum width keeps
-    the smallest font at LEGIBLE_PX, and the figure around it scrolls on a narrower screen."""
+    """The figure as inline SVG; the page's CSS shrinks it to its column (never past its drawn size)."""
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
     text = buf.getvalue()
-    text = text[text.index("<svg"):]
-    width = float(re.search(r'viewBox="[\d.]+ [\d.]+ ([\d.]+)', text).group(1))
-    smallest = min([float(s) for s in re.findall(r"font-size: ([\d.]+)px", text)] or [MIN_FONT])
-    return text.replace("<svg ", f'<svg style="min-width: {width * LEGIBLE_PX / smallest:.0f}px" ', 1)
+    return text[text.index("<svg"):]
 
 
 def _plain_log_ticks(axis, base: int) -> None:
@@ -67,9 +63,10 @@ def _size(nbytes: int) -> str:
 
 
 def _shared_size(rows: list[Row]) -> str:
-    """', 128 MiB moved per case' where every plotted row moves the same bytes; else nothing."""
+    """A title's line of its own, '128 MiB read + written per case', where every plotted row moves
+    the same bytes; else nothing."""
     sizes = {r.bytes for r in rows}
-    return f", {_size(sizes.pop())} read + written per case" if len(sizes) == 1 and None not in sizes else ""
+    return f"\n{_size(sizes.pop())} read + written per case" if len(sizes) == 1 and None not in sizes else ""
 
 
 def _timed(view: View, name: str, cases: list[str], note: Note) -> list[Row]:
@@ -102,7 +99,7 @@ def bandwidth_sweep(view: View, names: list[str], size_param: str, cases: list[s
     plotted = [r for rows in lines.values() for r in rows]
     unit = metrics.throughput(plotted[0])[1]
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(WIDTH, 4.0))
+        fig, ax = plt.subplots(layout="constrained", figsize=(WIDTH, 3.6 + 0.22 * math.ceil(len(lines) / 2)))
         for name, rows in lines.items():
             ax.plot([r.params[size_param] for r in rows], [metrics.throughput(r)[0] for r in rows],
                     marker="o", markersize=3.5, label=name)
@@ -117,8 +114,8 @@ def bandwidth_sweep(view: View, names: list[str], size_param: str, cases: list[s
         _plain_log_ticks(ax.yaxis, 10)
         ax.set_xlabel(f"{size_param} (elements)" if size_param == "n" else size_param)
         ax.set_ylabel(f"{unit} (bytes read + written)" if unit == "GB/s" else unit)
-        ax.set_title(f"{unit} by {size_param}{_shared_size(plotted)}\n{view.gpu}")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(3, len(lines)))
+        ax.set_title(f"{unit} by {size_param}{_shared_size(plotted)}\n{view.gpu}", wrap=True)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(2, len(lines)))
         return _svg(fig)
 
 
@@ -127,7 +124,7 @@ def case_bars(view: View, name: str, cases: list[str]) -> str:
     rows = [view.timed(name, c) for c in cases]
     unit = metrics.throughput(rows[0])[1]
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(WIDTH, 0.34 * len(cases) + 1.4))
+        fig, ax = plt.subplots(layout="constrained", figsize=(WIDTH, 0.34 * len(cases) + 1.4))
         ax.barh(range(len(cases)), [metrics.throughput(r)[0] for r in rows], color="tab:blue")
         ceiling = metrics.ceiling_gbs(view.record)
         if unit == "GB/s" and ceiling:
@@ -136,7 +133,7 @@ def case_bars(view: View, name: str, cases: list[str]) -> str:
         ax.set_yticks(range(len(cases)), [fmt.case(c) for c in cases])
         ax.invert_yaxis()
         ax.set_xlabel(f"{unit} (bytes read + written)" if unit == "GB/s" else unit)
-        ax.set_title(f"{name}: {unit} at each case{_shared_size(rows)}\n{view.gpu}")
+        ax.set_title(f"{name}: {unit} at each case{_shared_size(rows)}\n{view.gpu}", wrap=True)
         return _svg(fig)
 
 
@@ -147,7 +144,7 @@ def rung_bars(view: View, case: str, names: list[str], reference: str) -> str:
     ref = metrics.throughput(view.timed(reference, case))[0]
     unit = metrics.throughput(rows[0])[1]
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(WIDTH, 0.36 * len(names) + 1.4))
+        fig, ax = plt.subplots(layout="constrained", figsize=(WIDTH, 0.36 * len(names) + 1.4))
         values = [metrics.throughput(r)[0] for r in rows]
         ax.barh(range(len(names)), values, color=["tab:orange" if n == reference else "tab:blue" for n in names])
         for i, v in enumerate(values):
@@ -158,7 +155,7 @@ def rung_bars(view: View, case: str, names: list[str], reference: str) -> str:
         ax.invert_yaxis()
         ax.margins(x=0.12)
         ax.set_xlabel(f"{unit} (labels: % of {reference})")
-        ax.set_title(f"{unit} at {fmt.case(case)}\n{view.gpu}")
+        ax.set_title(f"{unit} at {fmt.case(case)}\n{view.gpu}", wrap=True)
         return _svg(fig)
 
 
@@ -167,7 +164,7 @@ def phase_chart(view: View, case: str) -> str:
     they span microseconds to a tenth of a second."""
     rows = view.phases(case)
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(WIDTH, 0.36 * len(rows) + 1.4))
+        fig, ax = plt.subplots(layout="constrained", figsize=(WIDTH, 0.36 * len(rows) + 1.4))
         ms = [r.time.median_ms for r in rows]
         ax.barh(range(len(rows)), ms, color=["tab:orange" if r.name == "kernel" else "tab:blue" for r in rows])
         for i, v in enumerate(ms):
@@ -179,31 +176,38 @@ def phase_chart(view: View, case: str) -> str:
         ax.set_yticks(range(len(rows)), [r.name for r in rows])
         ax.invert_yaxis()
         ax.set_xlabel(f"ms, median of {rows[0].fresh_processes} fresh processes (log scale)")
-        ax.set_title(f"One whole program at {fmt.case(case)}, phase by phase\n{view.gpu}")
+        ax.set_title(f"One whole program at {fmt.case(case)}, phase by phase\n{view.gpu}", wrap=True)
         return _svg(fig)
 
 
 def ceiling_chart(entries: list[tuple[str, dict[str, float | None]]], gpus: list[str]) -> str:
-    """Horizontal bars: each row's % of its GPU's copy bandwidth, one bar per GPU that has one."""
+    """Horizontal bars: each row's % of its GPU's copy bandwidth, one bar per GPU that has one.
+    Each row's name stands above its bars, not beside them, so the bars have the whole width of
+    a phone; the scale is at the top and the bottom of the long chart."""
     shown = [g for g in gpus if any(pcts.get(g) for _, pcts in entries)]
     if not shown:
         raise Problem("absent", "no headline row has a bandwidth on any GPU")
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(entries) * len(shown) + 1.6))
-        height = 0.8 / len(shown)
+        fig, ax = plt.subplots(layout="constrained", figsize=(WIDTH, 0.42 * len(entries) + 1.2))
+        height = 0.5 / len(shown)  # a row is one unit: its name, then its bars, then a gap
         for i, gpu in enumerate(shown):
-            ax.barh([k + i * height for k in range(len(entries))], [pcts.get(gpu) or 0 for _, pcts in entries],
-                    height=height, label=gpu)
+            ax.barh([k + 0.4 + (i + 0.5) * height for k in range(len(entries))],
+                    [pcts.get(gpu) or 0 for _, pcts in entries], height=height, label=gpu)
+        for k, (name, _) in enumerate(entries):
+            ax.annotate(name, (0, k + 0.35), xytext=(2, 0), textcoords="offset points", va="bottom",
+                        fontsize=MIN_FONT)
         ax.axvline(100, color=INK, linestyle="--", linewidth=1)
-        ax.set_yticks([k + 0.4 - height / 2 for k in range(len(entries))], [name for name, _ in entries])
-        ax.invert_yaxis()
+        ax.set_yticks([])
+        ax.set_ylim(len(entries), -1.5)  # room at the top for the legend
+        ax.tick_params(axis="x", labeltop=True)
+        ax.xaxis.set_label_position("top")
         ax.set_xlabel("% of the copy bandwidth measured in the same run")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=1)
+        ax.legend(loc="upper right", ncol=1)
         return _svg(fig)
 
 
 def _fitted(label: str, width: int = 28) -> str:
-    """A legend label broken before its figure where it would not fit inside the roofline's axes."""
+    """A legend label broken before its figure where it would not fit the roofline's width."""
     return label if len(label) <= width else label.replace(": ", ":\n", 1)
 
 
@@ -233,13 +237,13 @@ class RoofPoint:
 
 def roofline(gpu: str, copy_gbs: float, roofs: dict[str, float], points: list[RoofPoint]) -> str:
     """Log-log roofline: the memory roof (the copy bandwidth, a slope), each compute roof
-    (``roofs``: label -> TFLOP/s, flat), and a point per kernel, coloured by entry. Drawn narrow
-    enough to fit a phone at legible size: the roofs are named in the empty corner above the
-    slope, the entries below the chart in two columns."""
+    (``roofs``: label -> TFLOP/s, flat), and a point per kernel, coloured by entry. The roofs,
+    then the entries in two columns, are named below the chart, where no line or point can run
+    into them."""
     if not points:
         raise Problem("absent", f"no kernel on {gpu} declares its arithmetic intensity and has a timed row")
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(ROOFLINE_WIDTH, 4.4))
+        fig, ax = plt.subplots(layout="constrained", figsize=(WIDTH, 5.6))
         top = max(roofs.values()) if roofs else max(p.tflops for p in points) * 2
         lo = min(min(p.intensity for p in points), 0.05) / 2
         hi = max(max(p.intensity for p in points), top * 1e3 / copy_gbs) * 2
@@ -264,13 +268,13 @@ def roofline(gpu: str, copy_gbs: float, roofs: dict[str, float], points: list[Ro
                     marks += [dots] if first else []
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_ylim(top=top * 25)  # room above the highest roof for the roofs' legend
+        ax.set_ylim(top=top * 3)
         _plain_log_ticks(ax.xaxis, 10)
         _plain_log_ticks(ax.yaxis, 10)
         ax.set_xlabel("flops per byte of the least traffic")
         ax.set_ylabel("TFLOP/s")
         ax.set_title(f"Roofline of the {gpu.removeprefix('NVIDIA ')}\n"
                      f"{len(points)} kernels and baselines (● ours, × libraries)")
-        ax.add_artist(ax.legend(handles=lines, loc="upper left", handlelength=2.2, borderaxespad=0.3))
-        ax.legend(handles=marks, loc="upper center", bbox_to_anchor=(0.45, -0.13), ncol=2, columnspacing=1.2)
+        ax.legend(handles=lines, loc="upper left", bbox_to_anchor=(0, -0.13), handlelength=2.2)
+        fig.legend(handles=marks, loc="outside lower center", ncol=2, columnspacing=1.2)
         return _svg(fig)

@@ -105,7 +105,8 @@ def profile_table(view: View, note: Note) -> str:
     record = require_pass(view)
     where = (["kernel", "case", "limiter", "time under ncu", "memory busy", "DRAM", "L1 / L2 hit", "SM busy"], [])
     warps = (["kernel", "occupancy (achieved / theoretical)", "registers", "warps mostly stalled on"], [])
-    order = list(record.kernels) + [n for n in record.profile.profiles if n not in record.kernels]
+    order = sorted(record.kernels, key=fmt.rung_order) + sorted(set(record.profile.profiles) - set(record.kernels),
+                                                           key=fmt.rung_order)
     for name in order:
         p = record.profile.profiles.get(name)
         k = p.main if p else None
@@ -185,7 +186,8 @@ def ladder(view: View, note: Note) -> str:
     """The gain sentences, each CUDA or Python-DSL kernel against the rung before it profiled at
     the same case; a rung profiled at a case of its own gets a sentence of its own."""
     record = require_pass(view)
-    names = [n for n in record.kernels if (p := record.profile.profiles.get(n)) and p.main is not None]
+    names = sorted((n for n in record.kernels if (p := record.profile.profiles.get(n)) and p.main is not None),
+                   key=fmt.rung_order)
     case = {n: record.profile.profiles[n].case for n in names}
     lines = []
     for i, b in enumerate(names):

@@ -184,8 +184,8 @@ def kernel_report(view: View) -> str:
     sanitizer = record.sanitizer or {}
     head = ["kernel", "registers", "shared memory", "spills", "block", "theoretical occupancy", "compute-sanitizer"]
     lines = []
-    for name, info in record.kernels.items():
-        tools = sanitizer.get(name, {})
+    for name in sorted(record.kernels, key=fmt.rung_order):
+        info, tools = record.kernels[name], sanitizer.get(name, {})
         verdict = sanitizer_verdict(tools)
         launched = next((r.launch for r in record.rows if r.name == name and r.launch), None)
         if info.resources is None or launched is None:  # Triton, cuTile: compiled at run time by their own compiler
