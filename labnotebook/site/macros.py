@@ -210,10 +210,10 @@ def ceiling_chart(ctx):
     lines = board.lines(ctx)
     entries = [(f"{line.experiment} · {line.name}", line.pcts) for line in lines if any(line.pcts.values())]
     return plots.figure(plots.ceiling_chart(entries, ctx.gpus)) + _undrawn(
-        ctx, [(f"{line.experiment} · {line.name}", gpu, why) for line in lines for gpu, why in line.undrawn.items()])
+        [(f"{line.experiment} · {line.name}", gpu, why) for line in lines for gpu, why in line.undrawn.items()])
 
 
-def _undrawn(ctx, missing: list[tuple[str, str, str]]) -> str:
+def _undrawn(missing: list[tuple[str, str, str]]) -> str:
     """Under a chart, what it could not draw, per GPU, and why (the table or page says more)."""
     by_gpu: dict[str, list[str]] = {}
     for what, gpu, why in missing:
@@ -247,7 +247,7 @@ def roofline(ctx, tensor=None):
             best_row = max(rows, key=lambda r: metrics.throughput(r)[0])
             roofs[f"tensor cores ({best_row.name}, {fmt.case(best_row.case)})"] = metrics.throughput(best_row)[0]
         points, missing = _roof_points(ctx, gpu)
-        charts.append(plots.figure(plots.roofline(gpu, copy, roofs, points)) + _undrawn(ctx, missing) + "\n\n"
+        charts.append(plots.figure(plots.roofline(gpu, copy, roofs, points)) + _undrawn(missing) + "\n\n"
                       + _roof_table(gpu, copy, roofs, points))
     return "\n\n".join(charts) + "\n"
 
@@ -379,10 +379,11 @@ def ceiling(ctx, experiment, gpu=None):
 def compare(ctx, experiment, case, a, b, than=None, case_b=None, gpu_b=None, experiment_b=None,
             with_copies=False, among="kernel", gpu=None):
     """'1.3× faster than `b`', '1.2× slower than `b`' or 'as fast as `b` (1.01×, within the
-    spread)': the direction word from the data by the noise rule, never a ratio below 1. ``b`` may be at another case (``case_b``), on another
-    GPU (``gpu_b``) or of another experiment (``experiment_b``); ``than`` replaces the default
-    name of ``b`` ("" leaves it out: "1.3× faster"); ``with_copies`` adds a's copies to its time;
-    ``a`` may be "fastest"/"slowest", picked among ``among``."""
+    spread)': the direction word from the data by the noise rule, never a ratio below 1. ``b``
+    may be at another case (``case_b``), on another GPU (``gpu_b``) or of another experiment
+    (``experiment_b``); ``than`` replaces the default name of ``b`` ("" leaves it out: "1.3×
+    faster"); ``with_copies`` adds a's copies to its time; ``a`` may be "fastest"/"slowest",
+    picked among ``among``."""
     side_a = Side(ctx.view(experiment, gpu), a, case, with_copies, among)
     side_b = Side(ctx.view(experiment_b or experiment, gpu_b or gpu), b, case_b or case, among=among)
     if than is None:
