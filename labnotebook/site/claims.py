@@ -56,9 +56,6 @@ class Side:
                 t = t + noise.Spread.of(self.view.timed(copy, self.case).time)
         return t
 
-    def ms(self) -> float:
-        return self.time().median
-
     def cost(self, by: str) -> noise.Spread:
         """Smaller is faster: the time, or for ``pct_ceiling`` the time over the bytes it moved
         in units of this run's copy bandwidth (the reciprocal of its share of it)."""
