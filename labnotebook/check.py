@@ -8,7 +8,9 @@ it as such), a failed or unreadable one still an error. A draft entry's results 
 required: a draft with no results yet is a note, its other findings are warnings wherever they
 are. A profile that is not fresh is a warning: it is evidence beside the numbers, never a reason
 to distrust them. An experiment whose declaration does not load is an error of its own, named
-once, draft or not: nothing can be run or shown for it until it loads.
+once, draft or not: nothing can be run or shown for it until it loads. A fresh result whose key
+is not written as a run would write it now (fresh by its machine code though a CUDA file changed,
+or keyed by an older rule) is a warning whose fix needs no GPU: ``build_results.py --rekey``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Literal
 
 from . import settings
 from .freshness import Keys, Stored, run_command
+
+REKEY = "python build_results.py --rekey"
 from .store import CEILINGS, Store
 
 
@@ -69,7 +73,11 @@ def findings(root: Path, store: Store) -> list[Finding]:
                 if part != "main":
                     what = f"{part} pass {what}"
                 out.append(Finding(level, name, gpu, what, stored.reason(), command(stored)))
-            elif name != CEILINGS and part == "main" and stored.profile_state != "fresh":
+            elif stored.rekey_due:
+                out.append(Finding("warning", name, gpu, "fresh, key not current" if part == "main"
+                                   else f"{part} pass fresh, key not current", stored.rekey_reason(),
+                                   f"`{REKEY}` (no GPU; CI never writes)"))
+            if state == "fresh" and name != CEILINGS and part == "main" and stored.profile_state != "fresh":
                 profile = stored.record.profile
                 reason = (profile.reason if profile and profile.reason else
                           "none on record" if profile is None else "the profiler pass changed since")

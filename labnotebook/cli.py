@@ -5,6 +5,7 @@ and turn the notebook's own errors into one ``error: ...`` line (exit status 2).
     build_results.py --large [--only NAME ...]                   # the cases of 2^31 elements and more
     build_results.py --only NAME --kernel K ... --case C ...   # print, write nothing
     build_results.py --check | --list | --summary                # no GPU needed
+    build_results.py --rekey                                   # fresh results' keys brought up to date, no GPU
     build_results.py new NAME                                  # scaffold an entry
 """
 
@@ -23,6 +24,7 @@ from .errors import NoGPUError, NotebookError
 from .experiments import experiment_folders, load
 from . import settings
 from .check import findings, load_error
+from .rekey import rekey
 from .freshness import Keys, Stored
 from .orchestrate import Build, Options, kill_workers, print_outcomes
 from .run.device import gpus_from_smi
@@ -39,6 +41,7 @@ results into results/. With every result up to date it does nothing and needs no
   build_results.py --large                the large pass: the cases of 2^31 elements and more, where they changed
   build_results.py --only NAME --kernel K --case C   one kernel at one case: printed, nothing written
   build_results.py --check               what is stale, failed or missing, why, and the fix (no GPU)
+  build_results.py --rekey               rewrite the keys of fresh results whose machine code is unchanged (no GPU)
   build_results.py --list | --summary     the state of every result; every result as JSON lines
   build_results.py new NAME               scaffold an entry (see docs/authoring.md)
 """
@@ -67,6 +70,9 @@ def main_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true",
                    help="list every result that is stale, failed or missing, with the file that changed and the "
                         "command that fixes it; exit 1 if one is on the reference GPU (no GPU needed)")
+    p.add_argument("--rekey", action="store_true",
+                   help="bring the keys of fresh results up to date (a CUDA edit that left the machine code as it "
+                        "was, or an older keying rule); writes nothing else, needs nvcc but no GPU")
     p.add_argument("--list", action="store_true", help="list experiments and the state of their results")
     p.add_argument("--summary", action="store_true",
                    help="print every stored result as JSON lines (no GPU needed)")
@@ -104,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.check:
             return check(root, store)
+        if args.rekey:
+            return rekey_results(root, store)
         folders = experiment_folders(root / "snippets")
         if args.list:
             return list_experiments(root, folders, store)
@@ -214,6 +222,19 @@ def check(root: Path, store: Store) -> int:
                   + (f", {notes} draft result(s) not yet made" if notes else "")
                   + ("" if errors else ": every result on the reference GPU is fresh"), markup=False)
     return 1 if errors else 0
+
+
+def rekey_results(root: Path, store: Store) -> int:
+    """``--rekey``: one line per record rewritten, then what is left for a GPU."""
+    done = rekey(root, store)
+    for r in done:
+        where = f"{r.experiment} on {r.gpu}" + ("" if r.part == "main" else f" ({r.part} pass)")
+        console.print(f"rekeyed {where}: {r.why}; {r.machine}", markup=False, highlight=False)
+    left = [f for f in findings(root, store) if f.level == "error" or f.what.endswith(("stale", "failed", "missing"))]
+    console.print(f"{len(done)} record(s) rekeyed" + (f"; {len(left)} result(s) need a GPU run "
+                                                       "(build_results.py --check says which)" if left else ""),
+                  markup=False)
+    return 0
 
 
 def list_experiments(root: Path, folders: dict[str, Path], store: Store) -> int:

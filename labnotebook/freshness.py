@@ -1,10 +1,15 @@
 """Whether stored results still describe the code: the one place staleness is decided.
 
 Results are *fresh* when the digest of the key they were measured from (``keys.py``: the files
-that can change their numbers) equals the digest of that key now. The build skips fresh
-results, ``--check``, ``--list`` and ``--summary`` report the state, and the site marks anything
-else. A profile is evidence beside its record, with its own key: the record's, plus the
-profiler pass's files; a stale or missing one is marked where it is shown and fails nothing.
+that can change their numbers, hashed by the rule the record names) equals the digest of that
+key now; or, where only CUDA files changed, when every kernel still compiles to the machine code
+on record (``machine.py``: same nvcc build, same architecture). Such a record is fresh, and
+``build_results.py --rekey`` brings its source hashes up to date without a GPU (``rekey.py``).
+Where machine code cannot be compared (no nvcc here, another nvcc build, no machine code on
+record), the source rule decides and the reason says so. The build skips fresh results,
+``--check``, ``--list`` and ``--summary`` report the state, and the site marks anything else. A
+profile is evidence beside its record, with its own key: the record's, plus the profiler pass's
+files; a stale or missing one is marked where it is shown and fails nothing.
 """
 
 from __future__ import annotations
@@ -14,10 +19,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from . import keys
+from . import keys, machine
 from .errors import ResultsError
 from .experiments import experiment_folders
-from .records import Part, Record
+from .records import MachineKey, Part, Record
 from .store import CEILINGS, Store
 
 State = Literal["fresh", "stale", "failed", "missing", "corrupt"]
@@ -50,6 +55,20 @@ class Keys:
         """Every experiment, and the ceilings."""
         return list(self._keys)
 
+    def machine(self, name: str, arch: str) -> MachineKey | str:
+        """What ``name``'s kernels compile to now for ``arch``, or why that cannot be said here.
+        Compiled once per key and architecture (two GPUs of one architecture share it)."""
+        if (name, arch) not in self._machine:
+            try:
+                self._machine[name, arch] = machine.machine_key(self.root, self[name], arch)
+            except machine.Unjudged as e:
+                self._machine[name, arch] = str(e)
+        return self._machine[name, arch]
+
+    @cached_property
+    def _machine(self) -> dict[tuple[str, str], MachineKey | str]:
+        return {}
+
     def __contains__(self, name: str) -> bool:
         return name in self._keys
 
@@ -76,8 +95,15 @@ def _holding(store: Store, experiment: str, gpu: str, cases: tuple[str, ...]) ->
 
 
 def is_stale(record: Record, key: keys.Key | None) -> bool:
-    """Whether ``record`` was measured from other files than its key holds now."""
-    return key is None or record.source_hash != key.digest
+    """Whether ``record`` was measured from other files than its key holds now (by the rule it
+    was keyed by; machine code aside)."""
+    return key is None or record.source_hash != key.digest_by(record.key_rule)
+
+
+def rekey_due(record: Record, key: keys.Key | None) -> bool:
+    """Whether a fresh record's key is not written as a run would write it now: keyed by an
+    older rule, or fresh only by its machine code."""
+    return key is not None and (record.key_rule != keys.RULE or record.source_hash != key.digest)
 
 
 @dataclass
@@ -93,6 +119,7 @@ class Stored:
     unreadable: ResultsError | None = None  # a corrupt or foreign file, with the fix-it message
     profiler: keys.Key | None = None
     part: Part = "main"  # the pass (``records.PARTS``): both are keyed on the same files
+    keys: Keys | None = None  # for compiling the kernels, where only CUDA files changed
 
     @classmethod
     def read(cls, store: Store, experiment: str, gpu: str, current: Keys, part: Part = "main") -> "Stored":
@@ -105,7 +132,7 @@ class Stored:
         key = current[experiment] if experiment in current else None
         if part == "large" and record is failure is unreadable is None and key is not None:
             record = _holding(store, experiment, gpu, key.large_cases)
-        return cls(experiment, gpu, record, failure, key, unreadable, current.profiler, part)
+        return cls(experiment, gpu, record, failure, key, unreadable, current.profiler, part, current)
 
     @property
     def command(self) -> str:
@@ -113,7 +140,38 @@ class Stored:
 
     @property
     def stale(self) -> bool:
-        return self.record is not None and is_stale(self.record, self.key)
+        return self.record is not None and is_stale(self.record, self.key) and not self.same_machine_code
+
+    @cached_property
+    def _machine(self) -> tuple[bool, str]:
+        """Where the record is stale by its sources and only CUDA files changed: whether every
+        kernel still compiles to the machine code on record and, if not, why (the kernels whose
+        code changed, or why it could not be compared here). (False, "") where it does not apply."""
+        record, files = self.record, self.changed()
+        if (record is None or not files or not is_stale(record, self.key)
+                or any(not f.endswith(keys.CUDA) for f in files)):
+            return False, ""
+        if record.machine is None:
+            return False, "it has no machine code on record, so its source text decides"
+        build = machine.nvcc_build()
+        if build is not None and build != record.machine.nvcc:
+            return False, (f"the nvcc here ({build}) is not the one that compiled it ({record.machine.nvcc}), "
+                           "so its source text decides")
+        now = self.keys.machine(self.experiment, record.machine.arch) if self.keys else "not compiled"
+        if isinstance(now, str):
+            return False, f"{now}, so its source text decides (machine code not compared)"
+        differ = machine.differs(record.machine, now)
+        return not differ, f"the machine code of {', '.join(differ)} changed" if differ else ""
+
+    @property
+    def same_machine_code(self) -> bool:
+        """Fresh by machine code: only CUDA files changed, and every kernel compiles as it did."""
+        return self._machine[0]
+
+    @property
+    def rekey_due(self) -> bool:
+        """Fresh, but its key is not written as a run would write it now (``rekey.py``)."""
+        return self.state == "fresh" and rekey_due(self.record, self.key)
 
     @property
     def failed(self) -> bool:
@@ -135,7 +193,7 @@ class Stored:
         they were measured. Empty where the record predates per-file hashes (format 4)."""
         if self.record is None or self.key is None or not self.record.sources:
             return []
-        return keys.changed(self.record.sources, self.key.files)
+        return keys.changed(self.record.sources, self.key.files_by(self.record.key_rule))
 
     def reason(self) -> str:
         """Why the results are not fresh, in one clause (empty when they are)."""
@@ -154,7 +212,19 @@ class Stored:
         if not files:
             return "measured from other sources (the file records no per-file hashes: format 3 or older)"
         more = f" and {len(files) - NAMED_FILES} more" if len(files) > NAMED_FILES else ""
-        return "changed since they were measured: " + ", ".join(files[:NAMED_FILES]) + more
+        why = "changed since they were measured: " + ", ".join(files[:NAMED_FILES]) + more
+        return f"{why}; {self._machine[1]}" if self._machine[1] else why
+
+    def rekey_reason(self) -> str:
+        """Why a fresh record's key is due to be rewritten (empty when it is not)."""
+        if not self.rekey_due:
+            return ""
+        if self.same_machine_code:
+            files = self.changed()
+            more = f" and {len(files) - NAMED_FILES} more" if len(files) > NAMED_FILES else ""
+            return ("fresh by its machine code, though " + ", ".join(files[:NAMED_FILES]) + more
+                    + " changed: its source hashes are not current")
+        return f"keyed by the older rule ({self.record.key_rule}: every file's bytes)"
 
     @property
     def profile_state(self) -> ProfileState:
@@ -164,6 +234,7 @@ class Stored:
             return "missing"
         if profile.status != "ok":
             return profile.status
-        if self.stale or self.profiler is None or keys.changed(profile.sources, self.profiler.files):
+        if (self.stale or self.profiler is None
+                or keys.changed(profile.sources, self.profiler.files_by(self.record.key_rule))):
             return "stale"
         return "fresh"

@@ -18,6 +18,14 @@ its format, the CLI, the site) is provenance: each record names its git commit, 
 stales nothing. Files are found from the declaration, never by listing a folder, so a scratch
 file, a cache or a build product beside the kernels changes no key; paths are relative to the
 project's root and contents are read with CRLF as LF, so a key is the same on every checkout.
+
+A file is hashed by what it means (``RULE``), not by its bytes: a Python file by its syntax tree
+without docstrings, with the engine's own imports reduced to the names they import (comments,
+docstrings, formatting and where an engine module lives change nothing); an engine file counts
+in a key by its content alone, so moving or renaming one keeps every key. CUDA files are hashed
+by their text, the fast first test: where only they changed, ``machine.py`` compares the machine
+code they compile to. A record made under the older rule (``TEXT``: every file's bytes, by path)
+is judged by that rule until ``build_results.py --rekey`` brings it up to date.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Literal, Mapping
 
 from .errors import NotebookError
 
@@ -42,37 +50,107 @@ MECHANICS = frozenset({"run/__init__.py", "run/compile.py", "run/device.py", "ru
 PHASES = "run/phases.py"  # the phase-program engine, for experiments that declare one
 CEILINGS = ("run/roofs.py", "run/fma_peak.cu")
 PROFILER = ("profile.py", "run/profiled.py")  # under the package
+CUDA = (".cu", ".cuh", ".h")  # compiled by nvcc: judged by their machine code where they alone changed
+
+Rule = Literal["text", "meaning"]
+RULE: Rule = "meaning"  # what a key is made by now
+TEXT: Rule = "text"  # records of format 6 and older: every file by its bytes, and by its path
 
 _INCLUDE = re.compile(rb'^\s*#\s*include\s*([<"])([^">]+)[">]', re.MULTILINE)
 
 
+def text_hash(path: Path) -> str:
+    """A file's bytes, CRLF read as LF."""
+    return _short(path.read_bytes().replace(b"\r\n", b"\n"))
+
+
 def file_hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes().replace(b"\r\n", b"\n")).hexdigest()[:16]
+    """A file by what it means: a Python file by ``meaning``, anything else by its text."""
+    return meaning(path.read_bytes()) if path.suffix == ".py" else text_hash(path)
 
 
-def digest(files: Mapping[str, str]) -> str:
-    """One hash of a key's files: their paths and content hashes, in path order."""
-    h = hashlib.sha256()
-    for path in sorted(files):
-        h.update(f"{path}\0{files[path]}\0".encode())
-    return h.hexdigest()[:16]
+def meaning(source: bytes) -> str:
+    """A Python file's syntax tree, without docstrings, with imports from the engine reduced to
+    the names they bind, dumped in a form that does not change between Python versions. Source that does not parse is hashed
+    as text: it cannot run either, and the run will say so."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return _short(source.replace(b"\r\n", b"\n"))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:]
+        # From the engine, only the names the code binds: where they come from is in the key
+        # by content, so a module that moves or is renamed (imported ``as`` its old name) changes
+        # nothing.
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == PACKAGE):
+            node.module, node.level = PACKAGE, 0
+            node.names = [ast.alias(a.asname or a.name) for a in node.names]
+        elif isinstance(node, ast.Import):
+            node.names = [ast.alias(a.asname or PACKAGE) if a.name.split(".")[0] == PACKAGE else a
+                          for a in node.names]
+    return _short(_dump(tree).encode())
+
+
+def _dump(node) -> str:
+    """``ast.dump`` without positions, and without the empty fields new Python versions add."""
+    if isinstance(node, ast.AST):
+        fields = (f"{name}={_dump(value)}" for name, value in ast.iter_fields(node)
+                  if value is not None and value != [] and name not in ("kind", "type_comment"))
+        return f"{type(node).__name__}({','.join(fields)})"
+    if isinstance(node, list):
+        return f"[{','.join(map(_dump, node))}]"
+    return repr(node)
+
+
+def _short(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _engine(path: str) -> bool:
+    return path.startswith(f"{PACKAGE}/")
+
+
+def digest(files: Mapping[str, str], rule: Rule = RULE) -> str:
+    """One hash of a key's files. Under ``RULE`` an engine file counts by its content alone (it
+    may move); every other file by its path and content. Under ``TEXT``, every file by both."""
+    entries = sorted(f"{'' if rule == RULE and _engine(p) else p}\0{h}\0" for p, h in files.items())
+    return _short("".join(entries).encode())
 
 
 def changed(recorded: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
-    """The paths whose hash differs between two keys' files: edited, added or removed."""
-    return sorted(p for p in set(recorded) | set(now) if recorded.get(p) != now.get(p))
+    """The paths whose hash differs between two keys' files: edited, added or removed. An engine
+    file that moved, its content the same, is not among them."""
+    moved = {h for p, h in recorded.items() if _engine(p)} & {h for p, h in now.items() if _engine(p)}
+    return sorted(p for p in set(recorded) | set(now) if recorded.get(p) != now.get(p)
+                  and not (_engine(p) and (recorded.get(p) or now.get(p)) in moved))
+
+
+@dataclass(frozen=True)
+class Cubin:
+    """A CUDA file that compiles to a cubin of its own, and the nvcc options it is compiled with."""
+
+    source: str  # its path in the key
+    options: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Key:
-    """The files a result was, or would now be, measured from: path under the root -> hash.
-    ``error`` says why no key could be made (a declaration that does not load)."""
+    """The files a result was, or would now be, measured from: path under the root -> hash
+    (``RULE``). ``error`` says why no key could be made (a declaration that does not load)."""
 
     files: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     # The declaration's cases of 2^31 elements and more, by name: they run in a pass of their
     # own (``records.PARTS``), keyed on the same files.
     large_cases: tuple[str, ...] = ()
+    # The CUDA kernels it compiles, for judging it by machine code (``machine.py``).
+    cubins: tuple[Cubin, ...] = ()
+    # The same files by ``TEXT``, for judging records keyed by the older rule.
+    text: dict[str, str] = field(default_factory=dict)
 
     @property
     def parts(self) -> tuple[str, ...]:
@@ -82,6 +160,13 @@ class Key:
     @property
     def digest(self) -> str | None:
         return None if self.error else digest(self.files)
+
+    def digest_by(self, rule: Rule) -> str | None:
+        """The digest a record keyed by ``rule`` is compared with."""
+        return None if self.error else digest(self.text, TEXT) if rule == TEXT else self.digest
+
+    def files_by(self, rule: Rule) -> dict[str, str]:
+        return self.text if rule == TEXT else self.files
 
 
 class Sources:
@@ -107,8 +192,10 @@ class Sources:
     def engine(self, relative: str) -> Path:
         return self.package / relative
 
-    def key(self, paths: Iterable[Path]) -> Key:
-        return Key({self.name(p): file_hash(p) for p in paths})
+    def key(self, paths: Iterable[Path], cubins: tuple[Cubin, ...] = ()) -> Key:
+        paths = list(paths)
+        return Key({self.name(p): file_hash(p) for p in paths}, cubins=cubins,
+                   text={self.name(p): text_hash(p) for p in paths})
 
     # -- what each kind of result is keyed on ------------------------------------------------------
     def protocol(self) -> list[Path]:
@@ -125,11 +212,15 @@ class Sources:
         roots = [folder / "experiment.py", *(folder / k.source for k in exp.kernels)]
         if exp.phases:
             roots += [folder / exp.phases.source, self.engine(PHASES)]
-        key = self.key(self.closure(roots + self.protocol(), folder))
+        cubins = tuple(Cubin(self.name(folder / k.source), k.nvcc_options)
+                       for k in exp.kernels if k.source.endswith(".cu"))
+        key = self.key(self.closure(roots + self.protocol(), folder), cubins)
         return dataclasses.replace(key, large_cases=tuple(c.name for c in exp.large_cases))
 
     def ceilings(self) -> Key:
-        return self.key(self.closure([self.engine(f) for f in CEILINGS] + self.protocol(), None))
+        roots = [self.engine(f) for f in CEILINGS]
+        cubins = tuple(Cubin(self.name(p)) for p in roots if p.suffix == ".cu")
+        return self.key(self.closure(roots + self.protocol(), None), cubins)
 
     def profiler(self) -> Key:
         return self.key(self.engine(f) for f in PROFILER)

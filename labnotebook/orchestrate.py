@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import metrics, policy, profile
+from . import machine, metrics, policy, profile
 from .errors import NotebookError
 from .experiments import load
 from .forkserver import Child, ForkServer
@@ -306,7 +306,7 @@ class Build:
         records = [self.ceiling_records[g] for g in sorted(self.ceiling_records)]
         first = records[0]
         first.rows = [r for rec in records for r in rec.rows]
-        self.stamp(first, self.keys[CEILINGS])
+        self.stamp(first, self.keys[CEILINGS], CEILINGS)
         self.store.write(first)
 
     # -- one experiment ---------------------------------------------------------------------------
@@ -333,7 +333,7 @@ class Build:
             record, error = _result(result)
             if error:
                 return self.finish(name, None, key, None, error, t0, job.ran_on)
-            self.stamp(record, key)
+            self.stamp(record, key, name)
             policy.judge(exp, record)
             lost = [] if self.options.force else policy.lost(previous, record)
             if lost:
@@ -540,11 +540,16 @@ class Build:
         self.outcomes.append(Outcome(name, "failed", error, seconds, gpu, failure.phases_s))
         return []
 
-    @staticmethod
-    def stamp(record: Record, key: Key | None) -> None:
-        """Key ``record`` on the files it was measured from (read before the run started)."""
+    def stamp(self, record: Record, key: Key | None, name: str | None = None) -> None:
+        """Key ``record`` on the files it was measured from (read before the run started) and,
+        for the record of a run (``name``), on the machine code its CUDA kernels compile to here
+        (None where this machine cannot say: no nvcc or pyelftools)."""
         record.source_hash = key.digest if key else None
         record.sources = dict(key.files) if key else {}
+        cc = record.provenance.compute_capability if record.provenance else None
+        if name and key and key.cubins and cc:
+            code = self.keys.machine(name, machine.arch_of(cc))
+            record.machine = None if isinstance(code, str) else code
 
     # -- workers --------------------------------------------------------------------------------
     def env(self, gpu: int) -> dict[str, str]:

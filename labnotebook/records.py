@@ -33,7 +33,7 @@ from typing import Any, Literal
 from .errors import ResultsError
 
 NAME = "labnotebook-results"
-VERSION = 6
+VERSION = 7
 FORMAT = f"{NAME}/{VERSION}"
 
 Kind = Literal["kernel", "baseline", "transfer", "phase", "ceiling"]
@@ -315,6 +315,16 @@ class Provenance:
     git_commit: str | None = None
 
 
+@dataclass(frozen=True)
+class MachineKey:
+    """What a record's CUDA kernels compiled to (``labnotebook/machine.py``): where only CUDA
+    files changed since, a record whose kernels compile to the same machine code is fresh."""
+
+    nvcc: str  # the compiler's version and build ("13.0.88 cuda_13.0.r13.0/compiler.36424714_0")
+    arch: str  # the GPU's architecture ("sm_90"); a kernel's own -arch= option overrides it
+    cubins: dict[str, str]  # each kernel file's path in the key -> its normalised cubin's hash
+
+
 @dataclass
 class Record:
     """One experiment's run on one GPU: the contents of ``results/<experiment>/<gpu>.json``
@@ -339,6 +349,8 @@ class Record:
     # and their digest, which is what freshness compares. ``sources`` is empty before format 4.
     source_hash: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
+    key_rule: Literal["text", "meaning"] = "meaning"  # how ``sources`` were hashed (keys.RULE)
+    machine: MachineKey | None = None  # None: no nvcc where it was made, or a migrated file
     # {kernel: {tool: Verdict}}; None when the run had no compute-sanitizer pass.
     sanitizer: dict[str, dict[str, Verdict]] | None = None
     peak_host_bytes: int | None = None  # the worker's peak resident memory
@@ -397,6 +409,7 @@ def _record(data: dict) -> Record:
                             for n, k in ks.items()},
         sanitizer=lambda s: {k: {t: _build(Verdict, v) for t, v in tools.items()} for k, tools in s.items()},
         profile=profile_from_json,
+        machine=lambda m: _build(MachineKey, m),
     )
 
 
@@ -475,7 +488,14 @@ def _v5_to_v6(data: dict) -> dict:
     return data
 
 
-MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6}
+def _v6_to_v7(data: dict) -> dict:
+    """Format 7 hashes a key's files by their meaning and records machine code; an older file's
+    hashes are of every file's bytes, and it has no machine code on record."""
+    data["key_rule"] = "text"
+    return data
+
+
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7}
 
 
 def version_of(data: dict) -> int | None:

@@ -50,7 +50,11 @@ def staled_by(copy, before):
     return run
 
 
-def append(relative: str, text: str = "\n// an edit\n"):
+def append(relative: str, text: str | None = None):
+    """An edit that changes what a file means: a statement for Python (a comment would not), a
+    line for CUDA (its source key is its text; its machine code is ``machine.py``'s)."""
+    text = text or ("\n_an_edit = 1\n" if relative.endswith(".py") else "\n// an edit\n")
+
     def edit(root: Path):
         path = root / relative
         path.write_text(path.read_text() + text)
@@ -84,7 +88,7 @@ def test_an_edit_that_cannot_change_a_number_stales_nothing(staled_by):
     """Each of these files at once: no key holds any of them (a key changes when one of its files does)."""
     def edit(root: Path):
         for relative in CANNOT_CHANGE_A_NUMBER:
-            append(relative, "\n# an edit\n")(root)
+            append(relative)(root)
     assert staled_by(edit) == set()
 
 
@@ -107,22 +111,22 @@ def test_editing_a_shared_header_stales_exactly_its_users(staled_by):
 
 
 def test_editing_the_timing_method_stales_everything(staled_by):
-    assert staled_by(append("labnotebook/run/protocol/timing.py", "\n# an edit\n")) == EVERYTHING
+    assert staled_by(append("labnotebook/run/protocol/timing.py")) == EVERYTHING
 
 
 def test_editing_verification_stales_everything(staled_by):
-    assert staled_by(append("labnotebook/run/protocol/verify.py", "\n# an edit\n")) == EVERYTHING
+    assert staled_by(append("labnotebook/run/protocol/verify.py")) == EVERYTHING
 
 
 @pytest.mark.parametrize("module", ["elementwise", "cublas", "gemm"])
 def test_editing_an_engine_module_stales_the_experiments_that_import_it(staled_by, module):
     users = importers(module)
     assert users
-    assert staled_by(append(f"labnotebook/run/{module}.py", "\n# an edit\n")) == users
+    assert staled_by(append(f"labnotebook/run/{module}.py")) == users
 
 
 def test_the_phase_engine_stales_the_experiments_that_declare_a_phase_program(staled_by):
-    assert staled_by(append("labnotebook/run/phases.py", "\n# an edit\n")) == importers("PhaseProgram")
+    assert staled_by(append("labnotebook/run/phases.py")) == importers("PhaseProgram")
 
 
 def test_the_roofs_stale_the_ceilings_alone(staled_by):

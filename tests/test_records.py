@@ -50,7 +50,15 @@ def test_a_migrated_record_round_trips_in_the_current_format(path, tmp_path):
 def test_migrations_reach_the_current_version_from_every_older_one():
     data = migrate({"format": "labnotebook-results/1", "rows": [], "kernels": {}, "provenance": {}})
     assert data["provenance"]["device_index"] is None
-    assert VERSION == 6 and FORMAT.endswith(f"/{VERSION}")
+    assert VERSION == 7 and FORMAT.endswith(f"/{VERSION}")
+    assert data["key_rule"] == "text"  # judged by its bytes until --rekey
+    assert read_record_data(data).machine is None
+
+
+def read_record_data(data: dict):
+    from labnotebook.records import Record
+    return Record.from_json({**data, "format": FORMAT, "experiment": "x", "title": "x", "gpu": "g",
+                             "provenance": None, "status": "ok"})
 
 
 def test_a_format_2_file_loads_with_no_profile_pass_and_round_trips(tmp_path):

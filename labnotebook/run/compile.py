@@ -68,34 +68,39 @@ def target(arch: str, options: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
     return (own[-1].split("=", 1)[1] if own else arch), tuple(o for o in options if not o.startswith("-arch="))
 
 
-def _cache_key(source: Path, arch: str, options: tuple[str, ...], nvcc: str) -> str:
+def _cache_key(source: Path, arch: str, flags: tuple[str, ...], nvcc: str, include: Path) -> str:
     """Everything that decides the cubin: nvcc itself, the flags, the file and the headers it may include."""
-    h = hashlib.sha256("\0".join([nvcc, str(Path(nvcc).stat().st_mtime_ns), arch, *NVCC_FLAGS, *options]).encode())
-    headers = [p for folder in (source.parent, INCLUDE_DIR) for ext in ("*.cuh", "*.h") for p in sorted(folder.glob(ext))]
+    h = hashlib.sha256("\0".join([nvcc, str(Path(nvcc).stat().st_mtime_ns), arch, *flags]).encode())
+    headers = [p for folder in (source.parent, include) for ext in ("*.cuh", "*.h") for p in sorted(folder.glob(ext))]
     for p in [source, *headers]:
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:24]
 
 
 def compile_cubin(source: Path, out_dir: Path, arch: str = "sm_90", options: tuple[str, ...] = (),
-                  root: Path | None = None, cache: Path | None = None) -> Compiled:
+                  root: Path | None = None, cache: Path | None = None, include: Path = INCLUDE_DIR,
+                  line_info: bool = True) -> Compiled:
     """Compile ``source`` to ``out_dir/<stem>.cubin``. Raises CompileError with nvcc's message,
     paths shown relative to ``root`` so that no machine path reaches a user or a results file.
-    With ``cache`` (a folder shared by one build's workers), a file compiled once with the same
-    nvcc, flags and headers is not compiled again."""
+    With ``root``, nvcc runs there on relative paths, so that the code (``__FILE__`` in an assert,
+    say) is the same from any checkout. With ``cache`` (a folder shared by one build's workers),
+    a file compiled once with the same nvcc, flags and headers is not compiled again. Without
+    ``line_info`` the cubin has no debug sections (the same code: machine.py keys on it)."""
     arch, options = target(arch, options)
     nvcc = nvcc_path()
     if nvcc is None:
         raise CompileError(f"{source.name}: nvcc not found (install the CUDA toolkit or put nvcc on PATH)")
     out_dir.mkdir(parents=True, exist_ok=True)
     cubin = out_dir / f"{source.stem}.cubin"
-    key = _cache_key(source, arch, options, nvcc) if cache else None
+    flags = tuple(f for f in NVCC_FLAGS if line_info or f != "-lineinfo") + options
+    key = _cache_key(source, arch, flags, nvcc, include) if cache else None
     if key and (cache / f"{key}.json").exists():
         shutil.copyfile(cache / f"{key}.cubin", cubin)
         return Compiled(cubin=cubin, resources=json.loads((cache / f"{key}.json").read_text()))
-    cmd = [nvcc, "-cubin", f"-arch={arch}", *NVCC_FLAGS, *options,
-           "-I", str(source.parent), "-I", str(INCLUDE_DIR), "-o", str(cubin), str(source)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    where = (lambda p: os.path.relpath(p, root)) if root is not None else str
+    cmd = [nvcc, "-cubin", f"-arch={arch}", *flags, "-I", where(source.parent),
+           "-I", where(include), "-o", str(cubin.absolute()), where(source)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=root)
     report = proc.stdout + proc.stderr
     if root is not None:
         report = report.replace(str(root.resolve()) + "/", "").replace(str(root) + "/", "")
