@@ -78,7 +78,7 @@ def _cache_key(source: Path, arch: str, flags: tuple[str, ...], nvcc: str, inclu
 
 
 def compile_cubin(source: Path, out_dir: Path, arch: str = "sm_90", options: tuple[str, ...] = (),
-                  root: Path | None = None, cache: Path | None = None, include: Path = INCLUDE_DIR,
+                  root: Path | None = None, cache: Path | None = None, include: Path | None = None,
                   line_info: bool = True) -> Compiled:
     """Compile ``source`` to ``out_dir/<stem>.cubin``. Raises CompileError with nvcc's message,
     paths shown relative to ``root`` so that no machine path reaches a user or a results file.
@@ -92,6 +92,7 @@ def compile_cubin(source: Path, out_dir: Path, arch: str = "sm_90", options: tup
         raise CompileError(f"{source.name}: nvcc not found (install the CUDA toolkit or put nvcc on PATH)")
     out_dir.mkdir(parents=True, exist_ok=True)
     cubin = out_dir / f"{source.stem}.cubin"
+    include = include or INCLUDE_DIR
     flags = tuple(f for f in NVCC_FLAGS if line_info or f != "-lineinfo") + options
     key = _cache_key(source, arch, flags, nvcc, include) if cache else None
     if key and (cache / f"{key}.json").exists():
