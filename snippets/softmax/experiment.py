@@ -160,8 +160,10 @@ def pipelined(case):
     arguments = long_aligned_rows(case)
     if case.cols > 8 * 1024 * 4 * 4:
         raise Unsupported("a block's eighth of the row must fit in its threads' registers: at most 131072 columns")
-    # 16 clusters of 8, as many as run at once on an H100 or H200 with one such block an SM (15 or
-    # 16): a cluster that starts late finds the rows gone and ends. Three chunks a block.
+    # 16 clusters of 8 blocks, one block an SM: as many as an H100 or H200 runs at once. A
+    # cluster's 8 SMs must share a GPC, and how the chip's SMs split among its GPCs decides
+    # whether 15 or 16 clusters fit; where 15 do, the 16th starts late, finds the rows gone and
+    # ends. Three chunks a block.
     clusters = min(case.rows, 16)
     return Launch(grid=(8 * clusters,), block=(1024,), args=arguments, shared_bytes=3 * 16 * cdiv(cdiv(case.cols, 8), 4))
 
