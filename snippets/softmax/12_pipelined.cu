@@ -16,7 +16,7 @@ namespace cg = cooperative_groups;
 #define THREADS 1024
 #define VEC 4    // float4s a thread holds: chunks of up to 1024 * 4 * 4 floats, an eighth of 131072
 #define SLOTS 3  // chunks a block holds: the row being reduced, and the rows before and after it
-#define AHEAD 4  // rows a block is told of ahead of need: drawn one round before they are fetched
+#define AHEAD 4  // rows a block is told of ahead of need: pushed one round before they are fetched
 
 __device__ unsigned int next_row;       // rows drawn so far in this launch
 __device__ unsigned int clusters_done;  // clusters that have drawn a row past the last
@@ -115,7 +115,9 @@ softmax_pipelined(const float* x, float* y, int rows, int cols)
     };
     bool drawing = leader;  // the last row the leader shared was a real one
     for (int j = 0; j < AHEAD && drawing; j++) drawing = share(j);
-    if (threadIdx.x == 0) fetch(0);  // alone: the first row lands soonest, and the writes can start
+    // The cluster's first row is fetched alone (its second only once the first has landed): with
+    // the memory's bandwidth to itself, it lands sooner, and the first writes start sooner.
+    if (threadIdx.x == 0) fetch(0);
 
     for (int k = 0;; k++) {
         int s = k % SLOTS, b = k % 2;
