@@ -13,13 +13,6 @@ __device__ __forceinline__ T* align_1024(unsigned char* raw)
     return reinterpret_cast<T*>(raw + (1024 - smem_addr(raw) % 1024) % 1024);
 }
 
-// Shared memory written by threads (the generic proxy) is seen by wgmma (the async proxy) only
-// after this fence.
-__device__ __forceinline__ void fence_proxy_async()
-{
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
 // Named barriers (0 is __syncthreads): `threads` of the block, a multiple of 32, meet at `id`.
 // sync waits for all of them; arrive counts this warp in and goes on.
 __device__ __forceinline__ void barrier_sync(int id, int threads)

@@ -86,7 +86,7 @@ softmax_bulk_copy(const float* x, float* y, int rows, int cols)
             chunk[k] = make_float4(q.x * scale, q.y * scale, q.z * scale, q.w * scale);
         }
         if (bulk) {
-            bulk_store_fence();
+            fence_proxy_async();
             __syncthreads();
             if (threadIdx.x == 0 && hi > lo) bulk_store(out + 4 * lo, chunk + lo, 16 * (hi - lo));
         }

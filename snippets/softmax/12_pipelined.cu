@@ -170,7 +170,7 @@ softmax_pipelined(const float* x, float* y, int rows, int cols)
             int i = threadIdx.x + u * THREADS;
             if (i < n4) chunk[i] = make_float4(v[u].x * scale, v[u].y * scale, v[u].z * scale, v[u].w * scale);
         }
-        bulk_store_fence();
+        fence_proxy_async();
         __syncthreads();
         if (threadIdx.x == 0 && n4 > 0) bulk_store(y + (size_t)row * cols + 4 * begin, chunk, 16 * n4);
     }
