@@ -8,7 +8,7 @@
 #include <cooperative_groups.h>
 
 #include "bulk_copy.cuh"
-#include "reduce.cuh"
+#include "reduce.cuh"  // MaxSum, and block_pair: a block's pair past one barrier
 
 namespace cg = cooperative_groups;
 
@@ -41,25 +41,6 @@ __device__ __forceinline__ void push(int* slot, uint64_t* bar, unsigned rank, in
 {
     asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n"
                  ::"r"(cluster_addr(slot, rank)), "r"(v), "r"(cluster_addr(bar, rank)) : "memory");
-}
-
-// A warp's (max, sum): the max first, then each sum rescaled to it and added, one exp a lane
-// (merge takes two a step). A row's reductions are on its critical path here, round after round.
-__device__ __forceinline__ MaxSum warp_pair(MaxSum v)
-{
-    float m = warp_max(v.m);
-    return {m, warp_sum(m == -INFINITY ? 0.0f : v.d * __expf(v.m - m))};
-}
-
-// The block's pair, in every thread, past one barrier: every warp reduces the warps' 32 pairs
-// itself. The caller syncs the block before the next call writes `partial` again.
-__device__ __forceinline__ MaxSum block_pair(MaxSum v)
-{
-    __shared__ MaxSum partial[THREADS / 32];
-    v = warp_pair(v);
-    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
-    __syncthreads();
-    return warp_pair(partial[threadIdx.x % 32]);
 }
 
 // --8<-- [start:kernel]

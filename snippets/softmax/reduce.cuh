@@ -43,6 +43,27 @@ __device__ __forceinline__ float warp_sum(float v)
     return v;
 }
 
+// Pair reductions for where they are on the critical path (rung 12's, round after round).
+// A warp's pair: the max first, then each sum rescaled to it and added, one exp a lane (each
+// merge of warp_reduce takes two).
+__device__ __forceinline__ MaxSum warp_pair(MaxSum v)
+{
+    float m = warp_max(v.m);
+    return {m, warp_sum(m == -INFINITY ? 0.0f : v.d * __expf(v.m - m))};
+}
+
+// The pair of a block of 1024 threads, in every thread, past one barrier (block_reduce takes
+// two): every warp reduces the 32 warps' pairs itself. The caller syncs the block before the
+// next call writes `partial` again.
+__device__ __forceinline__ MaxSum block_pair(MaxSum v)
+{
+    __shared__ MaxSum partial[32];
+    v = warp_pair(v);
+    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+    __syncthreads();
+    return warp_pair(partial[threadIdx.x % 32]);
+}
+
 // --8<-- [start:warp]
 __device__ __forceinline__ MaxSum warp_reduce(MaxSum v)
 {
