@@ -21,13 +21,6 @@ __device__ __forceinline__ TilePosition tile_position(int M, int N, int BM, int 
     return {(first + i % rows) * BM, i / rows * BN};
 }
 
-// The dynamic shared memory, from its first 1024-byte boundary: a 128-byte-swizzled tile must
-// start on one (the launch asks for 1 KB more than the stages need).
-__device__ __forceinline__ half* swizzle_aligned(unsigned char* raw)
-{
-    return reinterpret_cast<half*>(raw + ((1024 - smem_addr(raw) % 1024) % 1024));
-}
-
 // One k-tile into a stage: A's BM x 64 box, then B's 64 x BN as BN / 64 boxes of 64 x 64 (a
 // swizzled box row is at most 128 bytes). All of them complete on `full`.
 template <int BM, int BN>

@@ -1,5 +1,6 @@
-// Hopper's asynchronous GEMM machinery, written once for every experiment that needs it:
-// mbarriers, TMA tile loads, warpgroup MMA (wgmma) from shared memory, register reallocation.
+// Hopper's asynchronous machinery, written once for every experiment that needs it: mbarriers,
+// TMA tile loads, warpgroup MMA (wgmma) from shared memory, named barriers between warpgroups,
+// register reallocation.
 // sm_90a only: a kernel that includes it declares nvcc_options=("-arch=sm_90a",).
 //
 // The shared-memory layout it assumes is the one TMA writes with 128-byte swizzling: rows of
@@ -72,6 +73,14 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
                  ::"r"(smem_addr(dst)), "l"(map), "r"(smem_addr(bar)), "r"(x), "r"(y) : "memory");
 }
 
+// A 128-byte-swizzled tile must start on a 1024-byte boundary: the dynamic shared memory from
+// its first one (a launch asks for 1 KiB more than its tiles need).
+template <typename T>
+__device__ __forceinline__ T* align_1024(unsigned char* raw)
+{
+    return reinterpret_cast<T*>(raw + (1024 - smem_addr(raw) % 1024) % 1024);
+}
+
 // -- wgmma: a warpgroup (4 warps, 128 threads) multiplies a 64 x 16 tile of A by a 16 x N tile
 // of B, both in shared memory, into fp32 accumulators spread over its registers (the layout of
 // mma.sync's C fragment, repeated every 8 columns). Asynchronous: fence, issue, commit, wait.
@@ -111,42 +120,52 @@ __device__ __forceinline__ void fence_registers(float (&d)[R])
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// Accumulator operands, written out as inline PTX needs them (it has no register lists): ACCn
-// binds d[0] to d[n - 1], and REGSn names them %0 to %(n - 1) in the instruction.
-#define ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
-                "+f"(d[i + 6]), "+f"(d[i + 7])
-#define ACC32 ACC8(0), ACC8(8), ACC8(16), ACC8(24)
-#define ACC64 ACC32, ACC8(32), ACC8(40), ACC8(48), ACC8(56)
-#define ACC128 ACC64, ACC8(64), ACC8(72), ACC8(80), ACC8(88), ACC8(96), ACC8(104), ACC8(112), ACC8(120)
-#define REGS32 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-#define REGS64 REGS32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-#define REGS128 REGS64 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "    \
-                "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "            \
-                "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
-                "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+// Accumulator operands, written out as inline PTX needs them (it has no register lists):
+// WGMMA_ACCn binds d[0] to d[n - 1] (the accumulators must be named d), and WGMMA_REGSn names
+// them %0 to %(n - 1) in the instruction. Left defined for the headers that write the wgmma
+// shapes of their own experiment (attention's).
+#define WGMMA_ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]),                                       \
+                      "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define WGMMA_ACC32   WGMMA_ACC8(0), WGMMA_ACC8(8), WGMMA_ACC8(16), WGMMA_ACC8(24)
+#define WGMMA_ACC64   WGMMA_ACC32, WGMMA_ACC8(32), WGMMA_ACC8(40), WGMMA_ACC8(48), WGMMA_ACC8(56)
+#define WGMMA_ACC128  WGMMA_ACC64, WGMMA_ACC8(64), WGMMA_ACC8(72), WGMMA_ACC8(80), WGMMA_ACC8(88),                      \
+                      WGMMA_ACC8(96), WGMMA_ACC8(104), WGMMA_ACC8(112), WGMMA_ACC8(120)
+#define WGMMA_REGS32  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                          \
+                      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define WGMMA_REGS64  WGMMA_REGS32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+                      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define WGMMA_REGS128 WGMMA_REGS64 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+                      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                \
+                      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "    \
+                      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 
-// d += A B with fp16 inputs and fp32 accumulators; A is K-major (rows of K), B is N-major (rows
-// of N, the "transposed" operand: the last immediate).
+// GEMM: d += A B with fp16 inputs and fp32 accumulators; A is K-major (rows of K), B is N-major
+// (rows of N, the "transposed" operand: the last immediate).
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a, uint64_t desc_b)
 {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {" REGS64 "}, %64, %65, 1, 1, 1, 0, 1;\n"
-                 : ACC64 : "l"(desc_a), "l"(desc_b));
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {" WGMMA_REGS64 "}, %64, %65, 1, 1, 1, 0, 1;\n"
+                 : WGMMA_ACC64 : "l"(desc_a), "l"(desc_b));
 }
 
 __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_a, uint64_t desc_b)
 {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {" REGS128 "}, %128, %129, 1, 1, 1, 0, 1;\n"
-                 : ACC128 : "l"(desc_a), "l"(desc_b));
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {" WGMMA_REGS128 "}, %128, %129, 1, 1, 1, 0, 1;\n"
+                 : WGMMA_ACC128 : "l"(desc_a), "l"(desc_b));
 }
-#undef ACC8
-#undef ACC32
-#undef ACC64
-#undef ACC128
-#undef REGS32
-#undef REGS64
-#undef REGS128
+
+
+// -- Named barriers (0 is __syncthreads): `threads` of the block, a multiple of 32, meet at `id`.
+// sync waits for all of them; arrive counts this warp in and goes on. Warpgroups that take turns
+// order themselves with these, leaving the others to run.
+__device__ __forceinline__ void barrier_sync(int id, int threads)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+__device__ __forceinline__ void barrier_arrive(int id, int threads)
+{
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 
 // -- Register reallocation between the warpgroups of a block: a producer that only issues TMA
 // hands registers back, so consumers holding 64 x 256 accumulators can have more.
