@@ -31,16 +31,6 @@ struct Barriers {
     uint64_t q, k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
 };
 
-// One tile of `rows` rows of a (B H N) x D matrix, starting at row `first`, as D / 64 boxes of
-// 64 columns (a swizzled row is 128 bytes), all completing on `bar`.
-template <int D>
-__device__ __forceinline__ void load_tile(void* dst, const CUtensorMap* map, uint64_t* bar, int rows, int first)
-{
-    mbar_expect_bytes(bar, rows * D * 2);
-#pragma unroll
-    for (int j = 0; j < D / 64; ++j) tma_load_2d(static_cast<char*>(dst) + j * rows * 128, map, bar, 64 * j, first);
-}
-
 // --8<-- [start:kernel]
 // S = Q K^T for the warpgroup's 64 queries (qs: its first row in slab 0 of the block's Q) and a
 // tile's 128 keys: D / 16 wgmmas. Along D, the next 16 columns are 32 bytes further along the
@@ -153,13 +143,13 @@ __device__ __forceinline__ void flash3(const CUtensorMap* map_q, const CUtensorM
         registers_shrink<24>();
         if (warp == 4 * CONSUMERS && lane == 0) {
             tma_descriptor_acquire(map_q), tma_descriptor_acquire(map_k), tma_descriptor_acquire(map_v);
-            load_tile<D>(qs, map_q, &bar.q, BM, head + i0);
+            tma_load_tile<D>(qs, map_q, &bar.q, BM, 0, head + i0);
             for (int t = 0; t < tiles; ++t) {
                 const int s = t % STAGES, round = t / STAGES;
                 if (round > 0) mbar_wait(&bar.k_empty[s], (round - 1) % 2);  // both consumers are done with it
-                load_tile<D>(ks + s * BN * D, map_k, &bar.k_full[s], BN, head + t * BN);
+                tma_load_tile<D>(ks + s * BN * D, map_k, &bar.k_full[s], BN, 0, head + t * BN);
                 if (round > 0) mbar_wait(&bar.v_empty[s], (round - 1) % 2);
-                load_tile<D>(vs + s * BN * D, map_v, &bar.v_full[s], BN, head + t * BN);
+                tma_load_tile<D>(vs + s * BN * D, map_v, &bar.v_full[s], BN, 0, head + t * BN);
             }
         }
         return;

@@ -73,6 +73,17 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
                  ::"r"(smem_addr(dst)), "l"(map), "r"(smem_addr(bar)), "r"(x), "r"(y) : "memory");
 }
 
+// A tile of `rows` rows and Cols columns of 16-bit elements, its first at column x, row y, as
+// Cols / 64 boxes of `rows` x 64 (a swizzled box row is at most 128 bytes), one after another
+// in `dst`, all completing on `bar`, which is told of their bytes.
+template <int Cols>
+__device__ __forceinline__ void tma_load_tile(void* dst, const CUtensorMap* map, uint64_t* bar, int rows, int x, int y)
+{
+    mbar_expect_bytes(bar, rows * Cols * 2);
+#pragma unroll
+    for (int j = 0; j < Cols / 64; ++j) tma_load_2d(static_cast<char*>(dst) + j * rows * 128, map, bar, x + 64 * j, y);
+}
+
 // A 128-byte-swizzled tile must start on a 1024-byte boundary: the dynamic shared memory from
 // its first one (a launch asks for 1 KiB more than its tiles need).
 template <typename T>
