@@ -17,12 +17,12 @@ matmul_wgmma_tma(const CUtensorMap* map_a, const CUtensorMap* map_b, float* C,
 {
     extern __shared__ unsigned char raw[];
     __shared__ uint64_t full[STAGES];  // stage s holds k-tile kt (kt % STAGES == s) once its phase completes
-    half* As = align_1024<half>(raw);   // STAGES x BM x BK
+    half* As = align_1024<half>(raw);  // STAGES x BM x BK
     half* Bs = As + STAGES * BM * BK;  // STAGES x (BN / 64) x BK x 64
     TilePosition p = tile_position(M, N, BM, BN);
     int tiles_k = (K + BK - 1) / BK;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
+        for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], K_TILE_ARRIVALS);
         mbar_init_fence();
         tma_descriptor_acquire(map_a), tma_descriptor_acquire(map_b);
         for (int kt = 0; kt < STAGES - 1 && kt < tiles_k; ++kt)

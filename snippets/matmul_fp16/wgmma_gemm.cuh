@@ -21,16 +21,15 @@ __device__ __forceinline__ TilePosition tile_position(int M, int N, int BM, int 
     return {(first + i % rows) * BM, i / rows * BN};
 }
 
-// One k-tile into a stage: A's BM x 64 box, then B's 64 x BN as BN / 64 boxes of 64 x 64 (a
-// swizzled box row is at most 128 bytes). All of them complete on `full`.
+// One k-tile into a stage: A's BM x BK and B's BK x BN, two TMA tile loads that each arrive on
+// the stage's `full` barrier with their bytes, so that it expects K_TILE_ARRIVALS arrivals.
+#define K_TILE_ARRIVALS 2
 template <int BM, int BN>
 __device__ __forceinline__ void load_k_tile(half* As, half* Bs, const CUtensorMap* map_a, const CUtensorMap* map_b,
                                             uint64_t* full, int m0, int n0, int k0)
 {
-    mbar_expect_bytes(full, (BM + BN) * BK * sizeof(half));
-    tma_load_2d(As, map_a, full, k0, m0);
-#pragma unroll
-    for (int j = 0; j < BN / 64; ++j) tma_load_2d(Bs + j * BK * 64, map_b, full, n0 + 64 * j, k0);
+    tma_load_tile<BK>(As, map_a, full, BM, k0, m0);
+    tma_load_tile<BN>(Bs, map_b, full, BK, n0, k0);
 }
 
 // --8<-- [start:mma]
