@@ -164,7 +164,6 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_
                  : WGMMA_ACC128 : "l"(desc_a), "l"(desc_b));
 }
 
-
 // -- Named barriers (0 is __syncthreads): `threads` of the block, a multiple of 32, meet at `id`.
 // sync waits for all of them; arrive counts this warp in and goes on. Warpgroups that take turns
 // order themselves with these, leaving the others to run.
