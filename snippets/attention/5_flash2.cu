@@ -38,6 +38,19 @@
 #define GROWTH 8.0f  // log2 of how far a row's weights may grow before O is rescaled
 
 // --8<-- [start:kernel]
+// f(mt, nt, e) for each element e of each m16n8 tile of a warp's scores, the walk that the masks
+// and the weights both make; unrolled, so that mt, nt and e are constants and s stays in registers.
+template <int NTILES, typename F>
+__device__ __forceinline__ void for_each_score(F&& f)
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NTILES; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) f(mt, nt, e);
+}
+
 template <typename T, int D>
 __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float* O, int n, float scale, int causal)
 {
@@ -112,15 +125,11 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
         // row0 + 16 mt + 8 (e / 2), key t BN + 8 nt + 2 (lane % 4) + e % 2.
         const int key0 = t * BN;
         if (key0 + BN > n || (causal && key0 + BN - 1 > i0 + warp * 32)) {
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                for (int nt = 0; nt < NTILES; ++nt)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        const int key = key0 + 8 * nt + 2 * (lane % 4) + e % 2;
-                        if (key >= n || (causal && key > row0 + 16 * mt + 8 * (e / 2))) s[mt][nt][e] = -INFINITY;
-                    }
+            // The scalars by value: by reference, nvcc compiles these tests otherwise (same results).
+            for_each_score<NTILES>([=, &s](int mt, int nt, int e) {
+                const int key = key0 + 8 * nt + 2 * (lane % 4) + e % 2;
+                if (key >= n || (causal && key > row0 + 16 * mt + 8 * (e / 2))) s[mt][nt][e] = -INFINITY;
+            });
         }
 
         // Online softmax: each row's maximum over the tile and the quad. The warp moves its
@@ -159,16 +168,11 @@ __device__ __forceinline__ void flash2(const T* Q, const T* K, const T* V, float
 #pragma unroll
                     for (int e = 0; e < 4; ++e) acc[mt][dt][e] *= alpha[mt][e / 2];
         }
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-            for (int nt = 0; nt < NTILES; ++nt)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const float p = exp2_ftz(fmaf(s[mt][nt][e], scale_log2, -shift[mt][e / 2]));
-                    s[mt][nt][e] = p;
-                    l[mt][e / 2] += p;
-                }
+        for_each_score<NTILES>([&](int mt, int nt, int e) {
+            const float p = exp2_ftz(fmaf(s[mt][nt][e], scale_log2, -shift[mt][e / 2]));
+            s[mt][nt][e] = p;
+            l[mt][e / 2] += p;
+        });
 
         // O += P V, 16 keys at a time; each V fragment (16 keys x 16 of D) serves both m-tiles.
 #pragma unroll
