@@ -34,15 +34,7 @@ softmax_bulk_copy(const float* x, float* y, int rows, int cols)
     bool bulk = cols % 4 == 0;  // every chunk then starts 16-byte aligned and is a multiple of 16 bytes
 
     if (bulk) {
-        if (threadIdx.x == 0) {
-            for (int h = 0; h < HALVES; h++) mbar_init(&landed[h], 1);
-            mbar_init_fence();
-            for (int h = 0; h < HALVES; h++) {
-                int lo = min(n4, h * step), bytes = 16 * (min(n4, lo + step) - lo);
-                mbar_expect_bytes(&landed[h], bytes);
-                if (bytes > 0) bulk_load(chunk + lo, in + 4 * lo, bytes, &landed[h]);
-            }
-        }
+        if (threadIdx.x == 0) bulk_load_pieces(chunk, in, n4, HALVES, step, landed);
         __syncthreads();
     } else {  // rows that are not 16-byte aligned: thread by thread, padded with -inf
         float* c = reinterpret_cast<float*>(chunk);

@@ -46,15 +46,7 @@ softmax_on_chip(const float* x, float* y, int rows, int cols)
     int n_shared = min(n4, SHARED_FLOATS / 4), n_regs = min(n4 - n_shared, THREADS * VEC);
     int piece = (n_shared + PIECES - 1) / PIECES;  // float4s a piece; the last may be short or empty
 
-    if (threadIdx.x == 0) {
-        for (int p = 0; p < PIECES; p++) mbar_init(&landed[p], 1);
-        mbar_init_fence();
-        for (int p = 0; p < PIECES; p++) {
-            int lo = min(n_shared, p * piece), bytes = 16 * (min(n_shared, lo + piece) - lo);
-            mbar_expect_bytes(&landed[p], bytes);
-            if (bytes > 0) bulk_load(held + lo, in + lo, bytes, &landed[p]);
-        }
-    }
+    if (threadIdx.x == 0) bulk_load_pieces(held, in, n_shared, PIECES, piece, landed);
     // Float4 k of the registers' part is n_shared + threadIdx.x + k * THREADS.
     float4 v[VEC];
 #pragma unroll
