@@ -127,6 +127,22 @@ def test_faults_are_named_others_still_run_and_nothing_is_lost(fault_project):
     assert again.returncode == 0 and "unchanged" in again.stdout
 
 
+def test_a_run_records_its_machine_code_and_a_comment_runs_nothing_again(fault_project):
+    """The machine code a GPU run records is what nvcc makes of the sources anywhere; a comment
+    added to the kernel leaves it, so the next build runs nothing and --rekey renews the key."""
+    from labnotebook.freshness import Keys
+
+    assert run_cli("--only", "good_add", "--no-sanitize", "--no-profile", root=fault_project).returncode == 0
+    good = Store(fault_project / "results").read("good_add", gpu_name())
+    assert good.key_rule == "meaning" and good.machine is not None
+    assert good.machine.cubins == Keys(fault_project).machine("good_add", good.machine.arch).cubins
+    kernel = fault_project / "snippets" / "good_add" / "1_skips_last.cu"
+    kernel.write_text("// a comment, and the lines below it move\n\n" + kernel.read_text())
+    again = run_cli("--only", "good_add", "--no-sanitize", "--no-profile", root=fault_project)
+    assert again.returncode == 0 and "unchanged" in again.stdout, again.stdout
+    assert "rekeyed good_add" in run_cli("--rekey", root=fault_project).stdout
+
+
 def test_the_fast_loop_prints_one_kernel_at_one_case_and_writes_nothing(fault_project):
     proc = run_cli("--only", "good_add", "--kernel", "1_skips_last", "--case", "small", root=fault_project)
     assert proc.returncode == 0, proc.stdout + proc.stderr
