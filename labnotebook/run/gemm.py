@@ -1,12 +1,13 @@
-"""What the matrix-multiplication experiments share: their cases, inputs, reference and the
-limits their int arithmetic and grids keep (C = A @ B, row-major, A of M×K and B of K×N)."""
+"""What the matrix-multiplication experiments share: their cases, inputs, reference, the
+launch of whole tiles and the limits their int arithmetic and grids keep (C = A @ B, row-major,
+A of M×K and B of K×N)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from . import draw
-from .declare import Case
+from .declare import Case, Launch, Unsupported, cdiv
 from .xp import namespace
 
 MAX_GRID_YZ = 65535
@@ -21,6 +22,38 @@ def mnk(m: int, n: int | None = None, k: int | None = None, kind: str | None = N
     n, k = m if n is None else n, m if k is None else k  # 0 is a size: K = 0 gives C = 0
     name = f"{m}³" if m == n == k else f"{m}×{n}×{k}"
     return Case(f"{name} {kind}", m=m, n=n, k=k, kind=kind) if kind else Case(name, m=m, n=n, k=k)
+
+
+def args(case) -> tuple:
+    """The kernels' arguments, ``(A, B, C, M, N, K)``, with M, N and K as the ints they take."""
+    if max(case.m, case.n, case.k) > MAX_DIM:
+        raise Unsupported("M, N and K are ints, counted in tiles: each below 2^31 - 257")
+    return ("a", "b", "c", np.int32(case.m), np.int32(case.n), np.int32(case.k))
+
+
+def split_y(blocks: int) -> tuple[int, int]:
+    """gridDim.y stops at 65535 blocks: the kernels take y-blocks past it from blockIdx.z."""
+    return min(blocks, MAX_GRID_YZ), cdiv(blocks, MAX_GRID_YZ)
+
+
+def tiled(bm: int, bn: int, bk: int, threads: int, int_rows=(0, 0), loads_ahead=False, shared_bytes=0):
+    """Launch for the kernels that assume whole bm x bn x bk tiles: checked here, before anything
+    runs; a block per tile of C. ``int_rows``: how many rows of A and of B a kernel's offsets
+    inside a tile span in int arithmetic (kept for speed), so rows x K and rows x N must stay
+    below 2^31. ``loads_ahead``: the kernel loads its first tile before its loop, so K = 0 would
+    read past A and B."""
+    def launch(case):
+        if case.m % bm or case.n % bn or case.k % bk:
+            raise Unsupported(f"needs M a multiple of {bm}, N of {bn} and K of {bk}; "
+                              f"got {case.m}×{case.n}×{case.k}")
+        if loads_ahead and case.k == 0:
+            raise Unsupported("loads the first tile of A and B before its loop: K at least one tile")
+        rows_a, rows_b = int_rows
+        if rows_a * case.k > INT_MAX or rows_b * case.n > INT_MAX:
+            raise Unsupported(f"offsets inside a tile are ints: {rows_a} x K and {rows_b} x N must stay below 2^31")
+        return Launch(grid=(case.n // bn, *split_y(case.m // bm)), block=(threads,), shared_bytes=shared_bytes,
+                      args=args(case))
+    return launch
 
 
 def inputs(dtype):

@@ -3,9 +3,9 @@ with cublasSgemm and torch.matmul (TF32 off) in the same run."""
 
 import numpy as np
 
-from labnotebook import Baseline, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
+from labnotebook import Baseline, Experiment, Headline, Kernel, Launch, Tolerance, cdiv
 from labnotebook.run import cublas
-from labnotebook.run.gemm import INT_MAX, MAX_DIM, MAX_GRID_YZ, inputs, intensity, mnk, reference
+from labnotebook.run.gemm import args, inputs, intensity, mnk, reference, split_y, tiled
 
 SQUARE = [mnk(1024), mnk(2048), mnk(4096), mnk(8192)]
 ODD = [mnk(1000), mnk(4096, 1024, 2048), mnk(1500, 700, 1100)]
@@ -15,17 +15,6 @@ RAGGED = [mnk(4097, 4095, 4093), mnk(1, 4096, 4096), mnk(4096, 4096, 1)]
 # The first rungs take seconds per product at 8192³: they are timed up to 4096³ (and verified at
 # every edge and large case).
 UP_TO_4096 = tuple(c.name for c in SQUARE[:3] + ODD)
-
-
-def args(case):
-    if max(case.m, case.n, case.k) > MAX_DIM:
-        raise Unsupported("M, N and K are ints, counted in tiles: each below 2^31 - 257")
-    return ("a", "b", "c", np.int32(case.m), np.int32(case.n), np.int32(case.k))
-
-
-def split_y(blocks):
-    """gridDim.y stops at 65535 blocks: the kernels take y-blocks past it from blockIdx.z."""
-    return min(blocks, MAX_GRID_YZ), cdiv(blocks, MAX_GRID_YZ)
 
 
 def per_element(block, x_walks):
@@ -40,24 +29,6 @@ def per_element(block, x_walks):
 def any_shape(case):
     """Launch for rung 9, which guards every edge: a block per 128×128 tile, the last ones partial."""
     return Launch(grid=(cdiv(case.n, 128), *split_y(cdiv(case.m, 128))), block=(256,), args=args(case))
-
-
-def tiled(bm, bn, bk, threads, int_rows=(0, 0), loads_ahead=False):
-    """Launch for the rungs that assume whole tiles: checked here, before anything runs.
-    ``int_rows``: how many rows of A and of B a kernel's offsets inside a tile span in int
-    arithmetic (kept for speed), so rows x K and rows x N must stay below 2^31. ``loads_ahead``:
-    the kernel loads its first tile before its loop, so K = 0 would read past A and B."""
-    def launch(case):
-        if case.m % bm or case.n % bn or case.k % bk:
-            raise Unsupported(f"needs M a multiple of {bm}, N of {bn} and K of {bk}; "
-                              f"got {case.m}×{case.n}×{case.k}")
-        if loads_ahead and case.k == 0:
-            raise Unsupported("loads the first tile of A and B before its loop: K at least one tile")
-        rows_a, rows_b = int_rows
-        if rows_a * case.k > INT_MAX or rows_b * case.n > INT_MAX:
-            raise Unsupported(f"offsets inside a tile are ints: {rows_a} x K and {rows_b} x N must stay below 2^31")
-        return Launch(grid=(case.n // bn, *split_y(case.m // bm)), block=(threads,), args=args(case))
-    return launch
 
 
 # --8<-- [start:cublas]

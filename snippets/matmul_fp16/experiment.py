@@ -5,25 +5,8 @@ import numpy as np
 
 from labnotebook import Baseline, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
 from labnotebook.run import cublas
-from labnotebook.run.gemm import INT_MAX, MAX_DIM, MAX_GRID_YZ, inputs, intensity, mnk, reference
+from labnotebook.run.gemm import INT_MAX, MAX_DIM, inputs, intensity, mnk, reference, tiled
 from labnotebook.run.tma import TensorMap
-
-def tiled(bm, bn, bk, threads, shared_bytes=0):
-    """Rows of tiles past gridDim.y's 65535 go on along z. Offsets inside a tile are ints (kept
-    for speed): a tile's bm rows x K and bk rows x N must stay below 2^31."""
-    def launch(case):
-        if case.m % bm or case.n % bn or case.k % bk:
-            raise Unsupported(f"needs M a multiple of {bm}, N of {bn} and K of {bk}; "
-                              f"got {case.m}×{case.n}×{case.k}")
-        if max(case.m, case.n, case.k) > MAX_DIM:
-            raise Unsupported("M, N and K are ints, counted in tiles: each below 2^31 - 257")
-        if bm * case.k > INT_MAX or bk * case.n > INT_MAX:
-            raise Unsupported(f"offsets inside a tile are ints: {bm} x K and {bk} x N must stay below 2^31")
-        tiles_m = case.m // bm
-        grid = (case.n // bn, min(tiles_m, MAX_GRID_YZ), cdiv(tiles_m, MAX_GRID_YZ))
-        return Launch(grid=grid, block=(threads,), shared_bytes=shared_bytes,
-                      args=("a", "b", "c", np.int32(case.m), np.int32(case.n), np.int32(case.k)))
-    return launch
 
 
 def wgmma_tiles(bm, bn, threads, stages):
@@ -109,9 +92,11 @@ HOPPER = ("-arch=sm_90a",)  # wgmma and setmaxnreg exist only on sm_90a
 
 experiment = Experiment(
     title="Matrix multiplication on tensor cores: fp16 in, fp32 accumulate",
-    kernels=[Kernel("1_wmma.cu", "matmul_wmma", tiled(128, 128, 32, 256)),
-             Kernel("2_mma_pipelined.cu", "matmul_mma_pipelined", tiled(128, 128, 32, 128, mma_smem(128, 128, 32, 4))),
-             Kernel("3_mma_128x256.cu", "matmul_mma_128x256", tiled(128, 256, 64, 256, mma_smem(128, 256, 64, 3))),
+    kernels=[Kernel("1_wmma.cu", "matmul_wmma", tiled(128, 128, 32, 256, int_rows=(128, 32))),
+             Kernel("2_mma_pipelined.cu", "matmul_mma_pipelined",
+                    tiled(128, 128, 32, 128, int_rows=(128, 32), shared_bytes=mma_smem(128, 128, 32, 4))),
+             Kernel("3_mma_128x256.cu", "matmul_mma_128x256",
+                    tiled(128, 256, 64, 256, int_rows=(128, 64), shared_bytes=mma_smem(128, 256, 64, 3))),
              Kernel("4_wgmma_tma.cu", "matmul_wgmma_tma", wgmma_tiles(128, 128, 128, 4), nvcc_options=HOPPER),
              Kernel("5_warp_specialized.cu", "matmul_wgmma_specialized", wgmma_tiles(128, 256, 384, 4),
                     nvcc_options=HOPPER)],
