@@ -85,3 +85,17 @@ def intensity(in_bytes: int, out_bytes: int = 4):
     def of(case) -> float:
         return 2 * case.m * case.n * case.k / (in_bytes * (case.m * case.k + case.k * case.n) + out_bytes * case.m * case.n)
     return of
+
+
+def flops(case) -> int:
+    return 2 * case.m * case.n * case.k
+
+
+def gemm_declaration(dtype) -> dict:
+    """The Experiment fields every GEMM here declares alike, for A and B of ``dtype`` and a
+    float32 C. The large case, 65537 rows of 128-row tiles (gridDim.z = 2) and a C of 2^31
+    floats (8 GiB; its float64 reference 16 GiB, computed on the GPU), tests the 64-bit offsets
+    and the z grid."""
+    return dict(large_cases=[mnk(65537 * 128, 256, 64)], inputs=inputs(dtype), array_api_reference=True,
+                reference=reference, outputs={"c": np.float32}, flops=flops,
+                intensity=intensity(in_bytes=np.dtype(dtype).itemsize))

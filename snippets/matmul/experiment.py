@@ -5,7 +5,7 @@ import numpy as np
 
 from labnotebook import Baseline, Experiment, Headline, Kernel, Launch, Tolerance, cdiv
 from labnotebook.run import cublas
-from labnotebook.run.gemm import args, inputs, intensity, mnk, reference, split_y, tiled
+from labnotebook.run.gemm import args, gemm_declaration, mnk, split_y, tiled
 
 SQUARE = [mnk(1024), mnk(2048), mnk(4096), mnk(8192)]
 ODD = [mnk(1000), mnk(4096, 1024, 2048), mnk(1500, 700, 1100)]
@@ -71,20 +71,14 @@ experiment = Experiment(
                 mnk(128, 256, 64, kind="inf, NaN"),
                 mnk(128, 128, 0),  # an empty inner dimension: C = 0, which the kernels must write
                 mnk(1, 2_097_153, 1)],  # rung 1's 65537 y-blocks: two along z
-    # 65537 rows of 128-row tiles (gridDim.z = 2 for every rung but 1) and a C of 2^31 floats
-    # (8 GiB; its float64 reference 16 GiB, computed on the GPU): the 64-bit offsets and the z grid.
-    large_cases=[mnk(65537 * 128, 256, 64)],
-    inputs=inputs(np.float32),
-    array_api_reference=True,
-    reference=reference,
-    outputs={"c": np.float32},
+    # Inputs, reference, flops and the large case as for every GEMM here (the large case's
+    # tiles reach gridDim.z = 2 in every rung but 1).
+    **gemm_declaration(np.float32),
     # Uniform(-1, 1) inputs: an element of C is a sum of K products of variance 1/9, and float32
     # rounding in any summation order leaves errors near K * 2^-24 / 3 at worst-case-ish growth
     # (1.6e-4 at K = 8192). atol 2e-3 covers every order the kernels use; TF32 (10-bit mantissa
     # products) would miss by 10x and more, so no kernel or library can use it unseen.
     tolerance=Tolerance(atol=2e-3, rtol=1e-5),
-    flops=lambda case: 2 * case.m * case.n * case.k,
-    intensity=intensity(in_bytes=4),
     baselines=[Baseline("cuBLAS", cublas_sgemm, arrays="pycuda"),
                Baseline("torch", torch_matmul)],
     headline=Headline(case="4096³", baseline="cuBLAS"),

@@ -5,7 +5,7 @@ import numpy as np
 
 from labnotebook import Baseline, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
 from labnotebook.run import cublas
-from labnotebook.run.gemm import INT_MAX, MAX_DIM, inputs, intensity, mnk, reference, tiled
+from labnotebook.run.gemm import INT_MAX, MAX_DIM, gemm_declaration, mnk, tiled
 from labnotebook.run.tma import TensorMap
 
 
@@ -107,19 +107,11 @@ experiment = Experiment(
     edge_cases=[mnk(128, 128, 32), mnk(256, 384, 96), mnk(256, 512, 128), mnk(128, 256, 64, kind="inf, NaN"),
                 mnk(1, 256, 64), mnk(200, 264, 72), mnk(130, 8, 8, kind="inf, NaN"),
                 mnk(1, 1, 1), mnk(17, 33, 65), mnk(257, 129, 63)],
-    # 65537 rows of 128-row tiles (gridDim.z = 2) and a C of 2^31 floats (8 GiB; its float64
-    # reference 16 GiB, computed on the GPU): the 64-bit offsets and the z grid.
-    large_cases=[mnk(65537 * 128, 256, 64)],
-    inputs=inputs(np.float16),
-    array_api_reference=True,
-    reference=reference,
-    outputs={"c": np.float32},
+    **gemm_declaration(np.float16),  # inputs, reference, flops and the large case, as for every GEMM here
     # fp16 x fp16 products are exact in fp32; what is left is fp32 accumulation, which tensor
     # cores do with truncation rather than rounding: up to about 1 ulp of |C| (~2e-6) per
     # 16-term step, 512 steps at K = 8192.
     tolerance=Tolerance(atol=5e-3, rtol=1e-5),
-    flops=lambda case: 2 * case.m * case.n * case.k,
-    intensity=intensity(in_bytes=2),  # A and B in half precision, C in single
     baselines=[Baseline("cuBLAS GemmEx", cublas_gemm_ex, arrays="pycuda"),
                Baseline("cuBLAS Hgemm", cublas_hgemm, arrays="pycuda", tolerance=FP16_ACCUMULATE),
                Baseline("torch", torch_matmul, tolerance=FP16_OUT)],
