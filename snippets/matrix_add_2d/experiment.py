@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from labnotebook import Case, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
-from labnotebook.run import draw
-from labnotebook.run.elementwise import TORCH_ADD, add_reference, all_pairs
+from labnotebook import Case, Experiment, Headline, Kernel, Launch, Unsupported, cdiv
+from labnotebook.run.elementwise import TORCH_ADD
+from labnotebook.run.exact_add import add_declaration
 
 BLOCK = (16, 16)
 MAX_GRID_Y = 65535  # past 65535 x 16 rows, the kernel's threads walk on down the rows
@@ -19,14 +19,6 @@ def matrix(rows, cols, kind=None):
     if kind:
         return Case(f"{rows}x{cols} {kind}", rows=rows, cols=cols, kind=kind)
     return Case(f"{rows}x{cols}", rows=rows, cols=cols)
-
-
-def inputs(case, rng):
-    a, b = (draw.normal(rng, (case.rows, case.cols)) for _ in "ab")
-    if case.params.get("kind") == "extremes":
-        # Every pairing of inf, NaN, near-overflow, subnormal and signed zeros, in the first rows.
-        all_pairs(a, b)
-    return {"a": a, "b": b}
 
 
 def launch(case):
@@ -58,14 +50,7 @@ experiment = Experiment(
     # 2^31 + 2048 elements (24 GiB on the GPU): rung 1's 64-bit index and rows loop together, and
     # rung 2's flat index past 2^31.
     large_cases=[matrix(1048577, 2048)],
-    rowwise_reference=True,
-    inputs=inputs,
-    array_api_reference=True,
-    reference=add_reference,
-    outputs={"c": np.float32},
-    tolerance=Tolerance(atol=0.0, rtol=0.0),
-    bytes_moved=lambda case: 3 * 4 * case.rows * case.cols,
-    intensity=lambda case: 1 / 12,  # one add per 12 bytes
+    **add_declaration(shape=lambda case: (case.rows, case.cols)),
     baselines=[TORCH_ADD],
     headline=Headline(case="8192x8192", baseline="torch"),
 )

@@ -2,25 +2,16 @@
 
 import numpy as np
 
-from labnotebook import (Baseline, Case, Experiment, Headline, Kernel, Launch, PhaseProgram, PythonKernel, Tolerance,
+from labnotebook import (Baseline, Case, Experiment, Headline, Kernel, Launch, PhaseProgram, PythonKernel,
                          Unsupported, cdiv, sizes)
-from labnotebook.run import draw
-from labnotebook.run.elementwise import TORCH_ADD, add_reference, all_pairs
+from labnotebook.run.elementwise import TORCH_ADD
+from labnotebook.run.exact_add import add_declaration
 
 BLOCK = 256
 # Rung 2 launches a fixed grid: enough 256-thread blocks to fill every SM several times over.
 FLOAT4_GRID = 132 * 8
 INT_MAX = 2**31 - 1
 NUMPY_MAX = 2**28  # the CPU add takes seconds beyond this, and the large cases are not timed
-
-
-def inputs(case, rng):
-    a = draw.normal(rng, case.n)
-    b = draw.normal(rng, case.n)
-    if case.params.get("kind") == "extremes":
-        # Every pairing of inf, NaN, near-overflow, subnormal and signed zeros, up front.
-        all_pairs(a, b)
-    return {"a": a, "b": b}
 
 
 def launch_naive(case):
@@ -51,14 +42,7 @@ experiment = Experiment(
                 Case("4,099 extremes", n=4099, kind="extremes")],
     # Past 2^31 elements (24 GiB on the GPU), with a tail of one float past the last float4.
     large_cases=sizes(2**31 + 5),
-    rowwise_reference=True,
-    inputs=inputs,
-    array_api_reference=True,
-    reference=add_reference,
-    outputs={"c": np.float32},
-    tolerance=Tolerance(atol=0.0, rtol=0.0),
-    bytes_moved=lambda case: 3 * 4 * case.n,
-    intensity=lambda case: 1 / 12,  # one add per 12 bytes
+    **add_declaration(shape=lambda case: (case.n,)),
     baselines=[Baseline("numpy", numpy_add, device="cpu"), TORCH_ADD],
     headline=Headline(case="2^28", baseline="torch"),
     time_transfers=True,
