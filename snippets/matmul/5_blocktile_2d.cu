@@ -1,12 +1,8 @@
 // Rung 5: each thread computes an 8x8 square of results from 8 values of A and 8 of B held in
 // registers: 64 FMAs for 16 shared-memory loads instead of 8 for 9. Blocks grow to 128x128
-// with 256 threads. Needs M and N multiples of 128 and K a multiple of 8.
-#define BM 128
-#define BN 128
-#define BK 8
-#define TM 8
-#define TN 8
-#define THREADS (BM * BN / (TM * TN))
+// with 256 threads (the tile is in block_tile.cuh, shared with rungs 6 to 9). Needs M and N
+// multiples of 128 and K a multiple of 8.
+#include "block_tile.cuh"
 
 // --8<-- [start:kernel]
 extern "C" __global__ void __launch_bounds__(THREADS)
@@ -14,17 +10,10 @@ matmul_blocktile_2d(const float* A, const float* B, float* C, int M, int N, int 
 {
     __shared__ float As[BM * BK];
     __shared__ float Bs[BK * BN];
-    const int t = threadIdx.x;
-    const int tcol = t % (BN / TN), trow = t / (BN / TN);
-    // gridDim.y stops at 65535: rows of tiles past it go on along z (and the last z-slice's
-    // extra blocks leave). Offsets are 64-bit, widened before the multiplies: past 2^31 floats.
-    // Inside a tile they stay int, which keeps the loads' address math short (64-bit
-    // made this loop 17% longer): 128 x K and 8 x N stay below 2^31 (the launch checks).
-    const int bx = blockIdx.x, by = blockIdx.z * gridDim.y + blockIdx.y;
-    if (by >= M / BM) return;
-    A += (size_t)by * BM * K;
-    B += bx * BN;
-    C += (size_t)by * BM * N + bx * BN;
+    const int t = threadIdx.x, tcol = t % (BN / TN), trow = t / (BN / TN);
+    // Offsets inside a tile stay int, which keeps the loads' address math short (64-bit made
+    // this loop 17% longer): 128 x K and 8 x N stay below 2^31 (the launch checks).
+    if (!to_block_tile(A, B, C, M, N, K)) return;
     float acc[TM][TN] = {{0.0f}};
     float a[TM], b[TN];
     for (int k0 = 0; k0 < K; k0 += BK) {

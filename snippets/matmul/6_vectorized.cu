@@ -1,12 +1,7 @@
 // Rung 6: 16-byte loads and stores. Global memory is read as float4, and A's tile is stored
 // transposed (As[k][m]) so that a thread's 8 values of A are two float4 reads of shared memory,
 // like its 8 values of B. Needs M and N multiples of 128 and K a multiple of 8.
-#define BM 128
-#define BN 128
-#define BK 8
-#define TM 8
-#define TN 8
-#define THREADS (BM * BN / (TM * TN))
+#include "block_tile.cuh"
 
 // --8<-- [start:kernel]
 extern "C" __global__ void __launch_bounds__(THREADS)
@@ -14,26 +9,12 @@ matmul_vectorized(const float* A, const float* B, float* C, int M, int N, int K)
 {
     __shared__ __align__(16) float As[BK][BM];  // transposed: As[k][m]
     __shared__ __align__(16) float Bs[BK][BN];
-    const int t = threadIdx.x;
-    const int tcol = t % (BN / TN), trow = t / (BN / TN);
-    // Each thread moves one float4 of A (row t/2, columns 4*(t%2)..) and one of B per tile.
-    const int a_row = t / 2, a_col = 4 * (t % 2), b_row = t / 32, b_col = 4 * (t % 32);
-    // gridDim.y stops at 65535: rows of tiles past it go on along z (and the last z-slice's
-    // extra blocks leave). Offsets are 64-bit, widened before the multiplies: past 2^31 floats.
-    const int bx = blockIdx.x, by = blockIdx.z * gridDim.y + blockIdx.y;
-    if (by >= M / BM) return;
-    A += (size_t)by * BM * K;
-    B += bx * BN;
-    C += (size_t)by * BM * N + bx * BN;
+    const int t = threadIdx.x, tcol = t % (BN / TN), trow = t / (BN / TN);
+    if (!to_block_tile(A, B, C, M, N, K)) return;
     float acc[TM][TN] = {{0.0f}};
     float a[TM], b[TN];
     for (int k0 = 0; k0 < K; k0 += BK) {
-        float4 va = *reinterpret_cast<const float4*>(A + (size_t)a_row * K + a_col);
-        As[a_col + 0][a_row] = va.x;
-        As[a_col + 1][a_row] = va.y;
-        As[a_col + 2][a_row] = va.z;
-        As[a_col + 3][a_row] = va.w;
-        *reinterpret_cast<float4*>(&Bs[b_row][b_col]) = *reinterpret_cast<const float4*>(B + (size_t)b_row * N + b_col);
+        load_tiles(As, Bs, A, B, N, K);
         __syncthreads();
         A += BK;
         B += (size_t)BK * N;

@@ -4,11 +4,7 @@
 // floats (16 bytes) keep rung 8's float4 loads and stores; any other length is loaded one float
 // at a time, since its rows no longer start on a 16-byte boundary. Which path runs is the same
 // for every thread of the launch, so the branch costs almost nothing.
-#define BM 128
-#define BN 128
-#define BK 8
-#define PAD 4
-#define THREADS 256
+#include "warp_tile.cuh"
 
 // The four floats p[0..3], whose indices along their row are at..at+3: zero past `end`, and
 // everywhere when the row itself is outside the matrix. `vector`: p is 16-byte aligned.
@@ -28,53 +24,38 @@ matmul_any_shape(const float* A, const float* B, float* C, int M, int N, int K)
 {
     __shared__ __align__(16) float As[2][BK][BM + PAD];
     __shared__ __align__(16) float Bs[2][BK][BN];
-    const int t = threadIdx.x, warp = t / 32, lane = t % 32;
-    const int row0 = (warp / 2) * 32 + (lane / 8) * 4;
-    const int col0 = (warp % 2) * 64 + (lane % 8) * 4;
-    const int a_row = t / 2, a_col = 4 * (t % 2), b_row = t / 32, b_col = 4 * (t % 32);
+    const int t = threadIdx.x, row0 = warp_row(t), col0 = warp_col(t);
+    const Float4Slot s = float4_slot(t);
     const int bx = blockIdx.x, by = blockIdx.z * gridDim.y + blockIdx.y;  // y-blocks past 65535 on z
     const int m0 = by * BM, n0 = bx * BN;
     if (m0 >= M) return;
-    const bool a_vector = K % 4 == 0, b_vector = N % 4 == 0, a_inside = m0 + a_row < M;
+    const bool a_vector = K % 4 == 0, b_vector = N % 4 == 0, a_inside = m0 + s.a_row < M;
     // Both sources move by pointer steps (a multiply per tile would delay the loads): A along
     // its row, B down its columns, 8 rows at a time.
-    const float* a_src = A + (size_t)(m0 + a_row) * K + a_col;  // read only where a_inside
-    const float* b_src = B + (size_t)b_row * N + n0 + b_col;
+    const float* a_src = A + (size_t)(m0 + s.a_row) * K + s.a_col;  // read only where a_inside
+    const float* b_src = B + (size_t)s.b_row * N + n0 + s.b_col;
     const size_t b_step = (size_t)BK * N;
-    float acc[8][8] = {{0.0f}};
-    float a[8], b[8];
+    float a[TM], b[TN];
+    float acc[TM][TN] = {{0.0f}};
 
-    float4 va = load4(a_src, a_col, K, a_inside, a_vector);
-    float4 vb = load4(b_src, n0 + b_col, N, b_row < K, b_vector);
+    float4 va = load4(a_src, s.a_col, K, a_inside, a_vector);
+    float4 vb = load4(b_src, n0 + s.b_col, N, s.b_row < K, b_vector);
     int buf = 0;
     for (int k0 = 0; k0 < K; k0 += BK) {
-        As[buf][a_col + 0][a_row] = va.x;
-        As[buf][a_col + 1][a_row] = va.y;
-        As[buf][a_col + 2][a_row] = va.z;
-        As[buf][a_col + 3][a_row] = va.w;
-        *reinterpret_cast<float4*>(&Bs[buf][b_row][b_col]) = vb;
+        store_transposed(As[buf], s.a_row, s.a_col, va);
+        *reinterpret_cast<float4*>(&Bs[buf][s.b_row][s.b_col]) = vb;
         __syncthreads();
         if (k0 + BK < K) {  // the next tile's loads are in flight during the FMAs below
             a_src += BK;
             b_src += b_step;
-            va = load4(a_src, k0 + BK + a_col, K, a_inside, a_vector);
-            vb = load4(b_src, n0 + b_col, N, k0 + BK + b_row < K, b_vector);
+            va = load4(a_src, k0 + BK + s.a_col, K, a_inside, a_vector);
+            vb = load4(b_src, n0 + s.b_col, N, k0 + BK + s.b_row < K, b_vector);
         }
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            *reinterpret_cast<float4*>(a) = *reinterpret_cast<const float4*>(&As[buf][k][row0]);
-            *reinterpret_cast<float4*>(a + 4) = *reinterpret_cast<const float4*>(&As[buf][k][row0 + 16]);
-            *reinterpret_cast<float4*>(b) = *reinterpret_cast<const float4*>(&Bs[buf][k][col0]);
-            *reinterpret_cast<float4*>(b + 4) = *reinterpret_cast<const float4*>(&Bs[buf][k][col0 + 32]);
-#pragma unroll
-            for (int i = 0; i < 8; ++i)
-#pragma unroll
-                for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];
-        }
+        multiply_warp_tile(acc, a, b, As[buf], Bs[buf], row0, col0);
         buf ^= 1;
     }
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < TM; ++i) {
         int row = m0 + row0 + (i % 4) + (i / 4) * 16;
         if (row >= M) continue;
         float* out = C + (size_t)row * N;
