@@ -8,6 +8,7 @@
 #include <cooperative_groups.h>
 
 #include "cluster_reduce.cuh"
+#include "row_registers.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -30,43 +31,9 @@ softmax_cluster(const float* x, float* y, int rows, int cols)
     bool vector = cols % 4 == 0;
 
     float v[VEC][4];
-#pragma unroll
-    for (int k = 0; k < VEC; k++) {
-        int base = begin + 4 * (threadIdx.x + k * blockDim.x);
-        if (vector && base < end) {
-            float4 q = *reinterpret_cast<const float4*>(in + base);
-            v[k][0] = q.x, v[k][1] = q.y, v[k][2] = q.z, v[k][3] = q.w;
-        } else {
-#pragma unroll
-            for (int e = 0; e < 4; e++) v[k][e] = base + e < end ? in[base + e] : -INFINITY;
-        }
-    }
-    float m = -INFINITY, d = 0.0f;
-#pragma unroll
-    for (int k = 0; k < VEC; k++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) m = fmaxf(m, v[k][e]);
-    if (m != -INFINITY) {
-#pragma unroll
-        for (int k = 0; k < VEC; k++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) d += __expf(v[k][e] - m);
-    }
-    MaxSum total = cluster_reduce<CLUSTER>({m, d});
-    float inv = 1.0f / total.d;
-#pragma unroll
-    for (int k = 0; k < VEC; k++) {
-        int base = begin + 4 * (threadIdx.x + k * blockDim.x);
-        if (vector && base < end) {
-            *reinterpret_cast<float4*>(out + base) =
-                make_float4(__expf(v[k][0] - total.m) * inv, __expf(v[k][1] - total.m) * inv,
-                            __expf(v[k][2] - total.m) * inv, __expf(v[k][3] - total.m) * inv);
-        } else {
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                if (base + e < end) out[base + e] = __expf(v[k][e] - total.m) * inv;
-        }
-    }
+    load_chunk(v, in, begin, end, vector);
+    MaxSum total = cluster_reduce<CLUSTER>(chunk_stats(v, FastExp()));
+    store_chunk(out, v, total, begin, end, vector, FastExp());
     cluster.sync();  // no block may exit while another may still read its shared memory
 }
 // --8<-- [end:kernel]
