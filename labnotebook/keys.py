@@ -189,6 +189,13 @@ class Sources:
             return plain.relative_to(self.root.absolute()).as_posix()
         return f"{PACKAGE}/{path.resolve().relative_to(self.package.resolve()).as_posix()}"
 
+    def path(self, name: str) -> Path:
+        """The file a key names (``name``'s inverse): the engine's from wherever it is read."""
+        own = self.root / name
+        if name.startswith(f"{PACKAGE}/") and not own.is_file():
+            return self.engine(name.removeprefix(f"{PACKAGE}/"))
+        return own
+
     def engine(self, relative: str) -> Path:
         return self.package / relative
 

@@ -27,6 +27,11 @@ from functools import cache
 from io import BytesIO
 from pathlib import Path
 
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.relocation import RelocationSection
+from elftools.elf.sections import SymbolTableSection
+
 from .errors import CompileError
 from .keys import INCLUDE, Key, Sources
 from .records import MachineKey
@@ -60,10 +65,6 @@ def arch_of(compute_capability: str) -> str:
 
 def normalised(cubin: bytes) -> str:
     """A hash of what in ``cubin`` runs (see the module's docstring)."""
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.relocation import RelocationSection
-    from elftools.elf.sections import SymbolTableSection
-
     elf = ELFFile(BytesIO(cubin))
     sections = list(elf.iter_sections())
 
@@ -105,20 +106,17 @@ def machine_key(root: Path, key: Key, arch: str, cache_dir: Path | None = None) 
     build = nvcc_build()
     if build is None:
         raise Unjudged("no nvcc here")
-    try:
-        import elftools  # noqa: F401  (a dependency; a stripped install may lack it)
-    except ImportError:
-        raise Unjudged("pyelftools is not installed (pip install -e .)") from None
-    cache_dir, include = cache_dir or root / CACHE, Sources(root).engine(INCLUDE)
+    sources = Sources(root)
+    cache_dir, include = cache_dir or root / CACHE, sources.engine(INCLUDE)
 
     def one(source: str, options: tuple[str, ...]) -> str:
         with tempfile.TemporaryDirectory(prefix="notebook-machine-") as tmp:
             try:
-                compiled = compile_cubin(root / source, Path(tmp), arch, options, root, cache_dir, include,
+                compiled = compile_cubin(sources.path(source), Path(tmp), arch, options, root, cache_dir, include,
                                          line_info=False)
-            except CompileError as e:
-                return f"does not compile: {e}"
-            return normalised(compiled.cubin.read_bytes())
+                return normalised(compiled.cubin.read_bytes())
+            except (CompileError, OSError, ELFError) as e:  # no code to compare: never equal to a record's
+                return f"no machine code: {type(e).__name__}: {e}"
 
     with ThreadPoolExecutor(max(1, min(8, len(key.cubins)))) as pool:
         hashes = list(pool.map(lambda c: one(c.source, c.options), key.cubins))
