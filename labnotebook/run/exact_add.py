@@ -1,6 +1,7 @@
-"""What the float32 add experiments (vector, 3D, matrix) declare alike. Beside elementwise.py
-rather than in it: the experiments that import that module for EXTREMES alone are not keyed on
-this one."""
+"""What the float32 add experiments (vector, 3D, matrix) declare alike: the inputs, the exact
+reference, the bit-exact tolerance, the bytes moved and the intensity."""
+# Beside elementwise.py rather than in it: the experiments that import that module alone are not
+# keyed on this one.
 
 from __future__ import annotations
 

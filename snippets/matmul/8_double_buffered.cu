@@ -30,7 +30,7 @@ matmul_double_buffered(const float* A, const float* B, float* C, int M, int N, i
         __syncthreads();
         if (k0 + BK < K) {  // the next tile's loads are in flight during the FMAs below
             A += BK;
-            // The step down B stays int (64-bit made ptxas issue these loads late, 8% slower):
+            // The step down B stays int (64-bit made ptxas issue these loads late, and the rung slower):
             // 8 x N stays below 2^31 (the launch checks).
             B += BK * N;
             va = *reinterpret_cast<const float4*>(A);

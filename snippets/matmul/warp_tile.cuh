@@ -22,7 +22,7 @@ __device__ __forceinline__ int warp_col(int t)
 // One tile's products: per step of k a warp reads only 4 distinct float4 of A and 8 of B (one
 // 128-byte shared-memory wavefront each) into a and b, and each thread does 64 FMAs. a and b
 // are the caller's, declared before acc: declared here, or after acc, they made rungs 7 and 8
-// 4 to 7% slower (ptxas allocates the FMAs' registers worse; the arithmetic is the same).
+// slower (ptxas allocates the FMAs' registers worse; the arithmetic is the same).
 __device__ __forceinline__ void multiply_warp_tile(float (&acc)[TM][TN], float (&a)[TM], float (&b)[TN],
                                                    const float (&As)[BK][BM + PAD], const float (&Bs)[BK][BN],
                                                    int row0, int col0)

@@ -10,6 +10,7 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned b
                  ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar)) : "memory");
 }
 
+// --8<-- [start:pieces]
 // One thread's start of a load of float4s [0, n4) of `src` into the same places of `dst`, in
 // `pieces` bulk copies of `piece` float4s (the last short or empty), copy p completing on
 // landed[p], which this initialises: a block barrier must follow before any thread waits on one.
@@ -41,6 +42,7 @@ __device__ __forceinline__ void bulk_load_pieces(float4* dst, const float4* src,
 {
     bulk_load_pieces_from(dst, src, n4, pieces, piece, landed);
 }
+// --8<-- [end:pieces]
 
 // Shared to global memory, as a bulk group of its own. What threads wrote to the source needs
 // fence_proxy_async first; the block must not reuse the source, nor exit, before the TMA has

@@ -31,6 +31,7 @@ __device__ __forceinline__ MaxSum push(MaxSum s, float x)
     return {s.m, s.d + expf(x - s.m)};
 }
 
+// --8<-- [start:shuffle]
 __device__ __forceinline__ float warp_max(float v)
 {
     for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
@@ -42,7 +43,9 @@ __device__ __forceinline__ float warp_sum(float v)
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
+// --8<-- [end:shuffle]
 
+// --8<-- [start:pair]
 // Pair reductions for where they are on the critical path (rung 12's, round after round).
 // A warp's pair: the max first, then each sum rescaled to it and added, one exp a lane (each
 // merge of warp_reduce takes two).
@@ -63,6 +66,7 @@ __device__ __forceinline__ MaxSum block_pair(MaxSum v)
     __syncthreads();
     return warp_pair(partial[threadIdx.x % 32]);
 }
+// --8<-- [end:pair]
 
 // --8<-- [start:warp]
 __device__ __forceinline__ MaxSum warp_reduce(MaxSum v)

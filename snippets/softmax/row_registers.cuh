@@ -4,6 +4,7 @@
 #pragma once
 #include "reduce.cuh"
 
+// --8<-- [start:registers]
 // The exponential: expf, or __expf (an exp2 in hardware, well inside the tolerance).
 struct Exp {
     __device__ float operator()(float x) const { return expf(x); }
@@ -12,7 +13,6 @@ struct FastExp {
     __device__ float operator()(float x) const { return __expf(x); }
 };
 
-// --8<-- [start:registers]
 // float4 loads where the row starts 16-byte aligned (vector: cols a multiple of 4), one float at
 // a time otherwise; -inf past end, which neither the maximum nor the sum counts.
 template <int Vec>

@@ -13,8 +13,8 @@
 
 #include "tensor_core.cuh"  // smem_addr
 
-// -- mbarriers: a 64-bit counter in shared memory that a phase completes when `count` threads
-// have arrived and every byte announced with expect_bytes has landed. Waits name the phase's
+// -- mbarriers: a 64-bit counter in shared memory that a phase completes when `count` arrivals
+// have been made and every byte announced with expect_bytes has landed. Waits name the phase's
 // parity (0, 1, 0, ...), since a barrier is reused round after round.
 __device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count)
 {
@@ -27,6 +27,7 @@ __device__ __forceinline__ void mbar_init_fence()
     asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+// --8<-- [start:fence]
 // Shared memory that threads wrote (the generic proxy) is seen by the async proxy (a TMA store
 // reading it, a wgmma) only after this fence, and only once the writers have synced with the
 // thread that issues the copy or the product.
@@ -34,6 +35,7 @@ __device__ __forceinline__ void fence_proxy_async()
 {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
+// --8<-- [end:fence]
 
 __device__ __forceinline__ void mbar_arrive(uint64_t* bar)
 {

@@ -1,7 +1,7 @@
 // The PTX every tensor-core rung needs, written once for all experiments: asynchronous copies
 // into shared memory, ldmatrix and mma.sync.m16n8k16 (fp16 or bf16 in, fp32 accumulate).
 // Kernels include it as "tensor_core.cuh": the engine puts this folder on nvcc's include path,
-// and it is part of the engine's hash, so a change here marks every result stale.
+// and a change here that changes their machine code stales the experiments that include it.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
