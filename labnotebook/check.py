@@ -21,9 +21,9 @@ from typing import Literal
 
 from . import settings
 from .freshness import Keys, Stored, run_command
+from .store import CEILINGS, Store
 
 REKEY = "python build_results.py --rekey"
-from .store import CEILINGS, Store
 
 
 @dataclass(frozen=True)

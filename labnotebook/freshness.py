@@ -36,6 +36,7 @@ class Keys:
     def __init__(self, root: Path):
         self.root = root
         self.sources = keys.Sources(root)
+        self._machine: dict[tuple[str, str], MachineKey | str] = {}
 
     @cached_property
     def folders(self) -> dict[str, Path]:
@@ -64,10 +65,6 @@ class Keys:
             except machine.Unjudged as e:
                 self._machine[name, arch] = str(e)
         return self._machine[name, arch]
-
-    @cached_property
-    def _machine(self) -> dict[tuple[str, str], MachineKey | str]:
-        return {}
 
     def __contains__(self, name: str) -> bool:
         return name in self._keys
@@ -100,10 +97,10 @@ def is_stale(record: Record, key: keys.Key | None) -> bool:
     return key is None or record.source_hash != key.digest_by(record.key_rule)
 
 
-def rekey_due(record: Record, key: keys.Key | None) -> bool:
-    """Whether a fresh record's key is not written as a run would write it now: keyed by an
-    older rule, or fresh only by its machine code."""
-    return key is not None and (record.key_rule != keys.RULE or record.source_hash != key.digest)
+def _named(files: list[str]) -> str:
+    """The first changed files by name, the rest counted."""
+    more = f" and {len(files) - NAMED_FILES} more" if len(files) > NAMED_FILES else ""
+    return ", ".join(files[:NAMED_FILES]) + more
 
 
 @dataclass
@@ -170,8 +167,10 @@ class Stored:
 
     @property
     def rekey_due(self) -> bool:
-        """Fresh, but its key is not written as a run would write it now (``rekey.py``)."""
-        return self.state == "fresh" and rekey_due(self.record, self.key)
+        """Fresh, but its key is not written as a run would write it now (``rekey.py``): keyed
+        by an older rule, or fresh only by its machine code."""
+        return self.state == "fresh" and self.key is not None and (
+            self.record.key_rule != keys.RULE or self.record.source_hash != self.key.digest)
 
     @property
     def failed(self) -> bool:
@@ -211,8 +210,7 @@ class Stored:
         files = self.changed()
         if not files:
             return "measured from other sources (the file records no per-file hashes: format 3 or older)"
-        more = f" and {len(files) - NAMED_FILES} more" if len(files) > NAMED_FILES else ""
-        why = "changed since they were measured: " + ", ".join(files[:NAMED_FILES]) + more
+        why = "changed since they were measured: " + _named(files)
         return f"{why}; {self._machine[1]}" if self._machine[1] else why
 
     def rekey_reason(self) -> str:
@@ -220,10 +218,8 @@ class Stored:
         if not self.rekey_due:
             return ""
         if self.same_machine_code:
-            files = self.changed()
-            more = f" and {len(files) - NAMED_FILES} more" if len(files) > NAMED_FILES else ""
-            return ("fresh by its machine code, though " + ", ".join(files[:NAMED_FILES]) + more
-                    + " changed: its source hashes are not current")
+            return (f"fresh by its machine code, though {_named(self.changed())} changed: "
+                    "its source hashes are not current")
         return f"keyed by the older rule ({self.record.key_rule}: every file's bytes)"
 
     @property

@@ -20,7 +20,7 @@ file, a cache or a build product beside the kernels changes no key; paths are re
 project's root and contents are read with CRLF as LF, so a key is the same on every checkout.
 
 A file is hashed by what it means (``RULE``), not by its bytes: a Python file by its syntax tree
-without docstrings, with the engine's own imports reduced to the names they import (comments,
+without docstrings, with the engine's own imports reduced to the names they bind (comments,
 docstrings, formatting and where an engine module lives change nothing); an engine file counts
 in a key by its content alone, so moving or renaming one keeps every key. CUDA files are hashed
 by their text, the fast first test: where only they changed, ``machine.py`` compares the machine
@@ -61,7 +61,7 @@ _INCLUDE = re.compile(rb'^\s*#\s*include\s*([<"])([^">]+)[">]', re.MULTILINE)
 
 def text_hash(path: Path) -> str:
     """A file's bytes, CRLF read as LF."""
-    return _short(path.read_bytes().replace(b"\r\n", b"\n"))
+    return _text(path.read_bytes())
 
 
 def file_hash(path: Path) -> str:
@@ -71,12 +71,12 @@ def file_hash(path: Path) -> str:
 
 def meaning(source: bytes) -> str:
     """A Python file's syntax tree, without docstrings, with imports from the engine reduced to
-    the names they bind, dumped in a form that does not change between Python versions. Source that does not parse is hashed
-    as text: it cannot run either, and the run will say so."""
+    the names they bind, dumped in a form that does not change between Python versions. Source
+    that does not parse is hashed as text: it cannot run either, and the run will say so."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return _short(source.replace(b"\r\n", b"\n"))
+        return _text(source)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
@@ -104,6 +104,10 @@ def _dump(node) -> str:
     if isinstance(node, list):
         return f"[{','.join(map(_dump, node))}]"
     return repr(node)
+
+
+def _text(data: bytes) -> str:
+    return _short(data.replace(b"\r\n", b"\n"))
 
 
 def _short(data: bytes) -> str:

@@ -63,6 +63,11 @@ def arch_of(compute_capability: str) -> str:
     return "sm_" + compute_capability.replace(".", "")
 
 
+def _mask(name: bytes) -> bytes:
+    """An internal symbol's path-derived id left out."""
+    return _INTERNAL.sub(b"_INTERNAL_", name)
+
+
 def normalised(cubin: bytes) -> str:
     """A hash of what in ``cubin`` runs (see the module's docstring)."""
     elf = ELFFile(BytesIO(cubin))
@@ -71,7 +76,7 @@ def normalised(cubin: bytes) -> str:
     def name(index) -> bytes:
         """A section by name (masked), or the special index (SHN_UNDEF, SHN_ABS) as it is."""
         if isinstance(index, int) and 0 < index < len(sections):
-            return _INTERNAL.sub(b"_INTERNAL_", sections[index].name.encode())
+            return _mask(sections[index].name.encode())
         return str(index).encode()
 
     h = elf.header
@@ -81,7 +86,7 @@ def normalised(cubin: bytes) -> str:
             continue
         if isinstance(s, SymbolTableSection):
             for sym in s.iter_symbols():
-                parts.append(b"symbol " + _INTERNAL.sub(b"_INTERNAL_", sym.name.encode()) + repr(
+                parts.append(b"symbol " + _mask(sym.name.encode()) + repr(
                     (sym["st_info"], sym["st_other"], sym["st_value"], sym["st_size"])).encode()
                     + name(sym["st_shndx"]))
         elif isinstance(s, RelocationSection):
@@ -89,13 +94,13 @@ def normalised(cubin: bytes) -> str:
                 continue
             symbols = elf.get_section(s["sh_link"])
             for r in s.iter_relocations():
-                parts.append(b"relocation " + name(s["sh_info"]) + b" " + _INTERNAL.sub(
-                    b"_INTERNAL_", symbols.get_symbol(r["r_info_sym"]).name.encode())
-                    + repr((r["r_offset"], r["r_info_type"], r.entry.get("r_addend"))).encode())
+                parts.append(b"relocation " + name(s["sh_info"]) + b" "
+                             + _mask(symbols.get_symbol(r["r_info_sym"]).name.encode())
+                             + repr((r["r_offset"], r["r_info_type"], r.entry.get("r_addend"))).encode())
         else:
             parts.append(b"section " + name(sections.index(s)) + repr(
                 (s["sh_type"], s["sh_size"], s["sh_flags"], s["sh_addralign"], s["sh_entsize"])).encode()
-                + b" " + name(s["sh_link"]) + b" " + name(s["sh_info"]) + b"\0" + _INTERNAL.sub(b"_INTERNAL_", s.data()))
+                + b" " + name(s["sh_link"]) + b" " + name(s["sh_info"]) + b"\0" + _mask(s.data()))
     return hashlib.sha256(b"\n".join(parts)).hexdigest()[:16]
 
 

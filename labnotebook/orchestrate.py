@@ -543,7 +543,7 @@ class Build:
     def stamp(self, record: Record, key: Key | None, name: str | None = None) -> None:
         """Key ``record`` on the files it was measured from (read before the run started) and,
         for the record of a run (``name``), on the machine code its CUDA kernels compile to here
-        (None where this machine cannot say: no nvcc or pyelftools)."""
+        (None where this machine has no nvcc to say)."""
         record.source_hash = key.digest if key else None
         record.sources = dict(key.files) if key else {}
         cc = record.provenance.compute_capability if record.provenance else None

@@ -52,7 +52,8 @@ def rekey(root: Path, store: Store) -> list[Rekeyed]:
 def rekeyed(record: Record, key: keys.Key, code: MachineKey | None, profiler: keys.Key) -> Record:
     """``record`` keyed by ``key`` now, with ``code``; its profile's hashes too, where it is fresh."""
     profile = record.profile
-    if profile is not None and profile.sources and not keys.changed(profile.sources, profiler.files_by(record.key_rule)):
+    fresh = profile is not None and not keys.changed(profile.sources, profiler.files_by(record.key_rule))
+    if fresh and profile.sources:
         profile = dataclasses.replace(profile, sources=dict(profiler.files))
     return dataclasses.replace(record, source_hash=key.digest, sources=dict(key.files), key_rule=keys.RULE,
                                machine=code, profile=profile)
