@@ -1,0 +1,43 @@
+"""The built site, file by file, against its snapshot: an engine change that means to change
+nothing a reader sees (a move, a rename, a split) must build the very same pages.
+
+The snapshot (``tests/snapshots/site.json``) holds a hash of every file the real notebook builds
+to, but the sitemaps, whose only content is the build's date. A page change that is meant
+(a new caption, an edited entry) updates it: ``python tests/test_site_unchanged.py``, and the diff
+of that file names every built file that changed.
+"""
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "site.json"
+DATED = ("sitemap.xml", "sitemap.xml.gz")  # the build's date and nothing else
+
+
+def snapshot(site: Path) -> dict[str, str]:
+    """Every built file's path -> the hash of its bytes."""
+    return {p.relative_to(site).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+            for p in sorted(site.rglob("*")) if p.is_file() and p.name not in DATED}
+
+
+def test_the_real_notebook_builds_the_pages_of_its_snapshot(built_site):
+    expected = json.loads(SNAPSHOT.read_text())
+    built = snapshot(built_site.site)
+    changed = sorted(p for p in expected.keys() & built.keys() if expected[p] != built[p])
+    assert (changed, sorted(expected.keys() - built.keys()), sorted(built.keys() - expected.keys())) == ([], [], []), \
+        "the built site differs from tests/snapshots/site.json (changed, gone, new); if that is meant, " \
+        "run `python tests/test_site_unchanged.py` and commit the snapshot"
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    from site_support import build_real_site
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        built = build_real_site(Path(tmp))
+        assert built.ok, built.error or built.warnings
+        SNAPSHOT.write_text(json.dumps(snapshot(built.site), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {SNAPSHOT}")
