@@ -7,7 +7,7 @@
 """
 import sys
 
-from labnotebook.cli import main
+from labnotebook.build.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

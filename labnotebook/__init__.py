@@ -4,8 +4,8 @@ Experiments import their declaration API from here; nothing in this package touc
 until ``labnotebook.run.device.open_context`` is called by a worker process.
 """
 
-from .run.declare import (Baseline, Case, Experiment, Headline, Kernel, Launch, PhaseProgram, PythonKernel, Tolerance,
-                          Unavailable, Unsupported, cdiv, sizes)
+from .declare.experiment import (Baseline, Case, Experiment, Headline, Kernel, Launch, PhaseProgram, PythonKernel,
+                                 Tolerance, Unavailable, Unsupported, cdiv, sizes)
 
 __all__ = ["Baseline", "Case", "Experiment", "Headline", "Kernel", "Launch", "PhaseProgram", "PythonKernel", "Tolerance",
            "Unavailable", "Unsupported", "cdiv", "sizes"]

@@ -19,8 +19,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labnotebook.freshness import Keys
-from labnotebook.store import Store
+from labnotebook.results.freshness import CurrentKeys
+from labnotebook.results.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 H100, H200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
@@ -56,7 +56,7 @@ def project(dst: Path, pages: list[str] | None = None, snippets: Path | None = N
 
 def make_fresh(root: Path) -> None:
     """Rewrite every stored record's key to the current sources' (no other change)."""
-    store, keys = Store(root / "results"), Keys(root)
+    store, keys = Store(root / "results"), CurrentKeys(root)
     for experiment in store.experiments():
         for record in [*store.records(experiment), *store.records(experiment, part="large")]:
             if experiment in keys:
@@ -159,7 +159,7 @@ On every GPU:
 
 def row(name: str, case: str, median: float | None = 0.01, kind: str = "kernel", status: str = "ok",
         error: str | None = None, timed: bool = True):
-    from labnotebook.records import Check, Row, Timing
+    from labnotebook.results.format import Check, Row, Timing
     n = {"small": 1000, "2^20": 1 << 20, "one": 1}[case]
     time = (Timing(median, median * 0.9, median * 1.1, median * 0.8, median * 1.2, 100)
             if status == "ok" and timed and median else None)
@@ -184,7 +184,7 @@ def rows(kernel_ms: float = 0.008, torch_ms: float = 0.010, failed: tuple[str, s
 
 def profile_pass(kernel_dram_pct: float = 90.0, kernel_stall: str = "long_scoreboard"):
     """What ncu saw of the tiny experiment: the kernel memory-bound, torch latency-bound."""
-    from labnotebook.records import KernelProfile, Profile, ProfilePass
+    from labnotebook.results.format import KernelProfile, Profile, ProfilePass
     kernel = KernelProfile("copy", duration_ns=7000.0, dram_gbs=2700.0, dram_pct=kernel_dram_pct,
                            memory_pct=kernel_dram_pct, sm_pct=20.0, l1_hit_pct=0.0, l2_hit_pct=33.0,
                            achieved_occupancy_pct=80.0, theoretical_occupancy_pct=100.0, registers=16,
@@ -195,7 +195,7 @@ def profile_pass(kernel_dram_pct: float = 90.0, kernel_stall: str = "long_scoreb
 
 
 def record(experiment: str, gpu: str, source_hash: str, rows_, **extra):
-    from labnotebook.records import Ceiling, KernelInfo, Provenance, Record, Resources
+    from labnotebook.results.format import Ceiling, KernelInfo, Provenance, Record, Resources
     extra.setdefault("profile", profile_pass())
     provenance = Provenance(gpu=gpu, date="2026-11-21T05:00:00+00:00", compute_capability="9.0", sm_count=132,
                             max_threads_per_sm=2048, max_blocks_per_sm=32, registers_per_sm=65536,
@@ -221,7 +221,7 @@ def fixture_project(dst: Path, states=STATES, drafts: tuple[str, ...] = (), on: 
     for day, name in enumerate(states):
         (dst / "docs" / f"{name}.md").write_text(PAGE.format(name=name, day=day % 10,
                                                              draft="draft: true\n" if name in drafts else ""))
-    store, keys = Store(dst / "results"), Keys(dst)
+    store, keys = Store(dst / "results"), CurrentKeys(dst)
 
     def keyed(name, gpu, rows_, fresh=True, **extra):
         """A record keyed on the current sources (or, not ``fresh``, on others), its profile too."""
@@ -261,7 +261,7 @@ def collecting_context(root: Path):
     """A Context over ``root``'s results on page ``p.md``, the H100 its reference GPU, whose
     warnings and infos are collected in ``.warnings`` and ``.infos``."""
     from labnotebook.site.context import Context
-    from labnotebook.site.results import Results
+    from labnotebook.site.views import Results
 
     warnings, infos = [], []
     c = Context(Results(root), H100, [H100, H200], warn=warnings.append, info=infos.append).at("p.md")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from labnotebook.records import Provenance, Record
-from labnotebook.store import Store
+from labnotebook.results.format import Provenance, Record
+from labnotebook.results.store import Store
 
 from conftest import FAULTS, ROOT, copy_project, run_cli
 
@@ -107,10 +107,10 @@ def test_each_verified_kernel_is_profiled_at_its_case_under_ncu(built):
     assert main.stalls == {"long_scoreboard": 0.75, "wait": 0.25}  # 'selected' is issuing, not a stall
     assert store.read_failure("wrong_answer", GPU).profile is None  # a run that failed is not profiled
     # A profile is keyed on the profiler pass besides its record's own key.
-    from labnotebook.freshness import Keys, Stored
+    from labnotebook.results.freshness import CurrentKeys, Stored
 
-    assert good.profile.sources == Keys(project).profiler.files
-    assert Stored.read(store, "good_add", GPU, Keys(project)).profile_state == "fresh"
+    assert good.profile.sources == CurrentKeys(project).profiler.files
+    assert Stored.read(store, "good_add", GPU, CurrentKeys(project)).profile_state == "fresh"
 
 
 def without(tool: str, tmp: Path) -> dict:
@@ -128,11 +128,11 @@ def without(tool: str, tmp: Path) -> dict:
 def test_each_record_says_what_its_refresh_cost_by_phase(built):
     """wall_s is the whole refresh (the passes included); phases_s splits it, start-up being the
     worker's time its own clock did not see."""
-    from labnotebook.records import PHASES
+    from labnotebook.results.format import REFRESH_PHASES
 
     _, store, proc, _ = built
     good = store.read("good_add", GPU)
-    assert set(good.phases_s) <= set(PHASES)
+    assert set(good.phases_s) <= set(REFRESH_PHASES)
     assert {"start-up", "compile", "inputs", "verify", "timing", "edge cases", "sanitizer",
             "profile"} <= set(good.phases_s)
     assert all(s >= 0 for s in good.phases_s.values())
@@ -172,10 +172,10 @@ def test_a_rerun_profiles_fresh_results_that_lack_a_profile_and_then_runs_nothin
 
 
 def test_each_record_and_profile_is_keyed_on_the_files_it_was_measured_from(built):
-    from labnotebook.freshness import Keys, Stored
+    from labnotebook.results.freshness import CurrentKeys, Stored
 
     project, store, _, _ = built
-    keys = Keys(project)
+    keys = CurrentKeys(project)
     good = store.read("good_add", GPU)
     assert good.source_hash == keys["good_add"].digest and good.sources == keys["good_add"].files
     assert "snippets/good_add/1_skips_last.cu" in good.sources and "labnotebook/run/protocol/timing.py" in good.sources
@@ -297,7 +297,7 @@ def worker_of(cmdline: Path, project) -> bool:
         args = cmdline.read_bytes().split(b"\0")
     except OSError:  # the process ended while we looked
         return False
-    forked = b"labnotebook.forkserver" in args  # a fork server, or a worker forked from one
+    forked = b"labnotebook.run.forkserver" in args  # a fork server, or a worker forked from one
     return (b"labnotebook.run.worker" in args or forked) and str(project).encode() in args
 
 
@@ -322,8 +322,8 @@ def test_a_profile_session_that_dies_fails_that_experiment_alone_and_a_new_one_p
 
     from rich.console import Console
 
-    from labnotebook import profile
-    from labnotebook.orchestrate import Build, Options
+    from labnotebook.build import ncu as profile
+    from labnotebook.build.orchestrate import Build, Options
 
     script = tmp_path / "worker.py"
     script.write_text(DYING_WORKER)

@@ -2,7 +2,7 @@
 call on every page is found in docs/*.md (a new one is covered without a test of its own), and
 for each the rows it reads are changed, in memory, until what it says is false, on each GPU it
 names in turn; then each GPU's results file is removed, and truncated. The page must flip its
-words, or the claim must lose its ✓ and fail the build, by the noise rule (labnotebook/noise.py).
+words, or the claim must lose its ✓ and fail the build, by the noise rule (labnotebook/results/noise.py).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from labnotebook.records import Timing
+from labnotebook.results.format import Timing
 from labnotebook.site import macros
 from labnotebook.site.claims import PICKS, Side
 from labnotebook.site.context import Context
-from labnotebook.site.results import Results
-from labnotebook.store import Store
+from labnotebook.site.views import Results
+from labnotebook.results.store import Store
 from site_support import H100, H200, ROOT, project
 
 CALL = re.compile(r"\{%\s*call\s+(claim\(.*?\))\s*%\}|\{\{\s*((?:compare|best)\(.*?\))\s*\}\}", re.S)

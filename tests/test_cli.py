@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from labnotebook import cli
+from labnotebook.build import cli
 from labnotebook.errors import NoGPUError, NotebookError
-from labnotebook.freshness import Keys
-from labnotebook.records import Provenance, Record, Row, Timing
-from labnotebook.store import Store
+from labnotebook.results.freshness import CurrentKeys
+from labnotebook.results.format import Provenance, Record, Row, Timing
+from labnotebook.results.store import Store
 
 from conftest import FAULTS, copy_project, run_cli
 
@@ -20,7 +20,7 @@ def fresh_record(root, name, gpu=H100):
     row = Row(kind="kernel", name="1_skips_last", case="small", params={"n": 1000}, status="ok", timed=True,
               bytes=12_000, time=Timing(0.01, 0.009, 0.011, 0.008, 0.012, 100))
     return Record(experiment=name, title="t", gpu=gpu, provenance=Provenance(gpu=gpu, date="2026-11-21T00:00:00"),
-                  rows=[row], status="ok", source_hash=Keys(root)[name].digest, sources=Keys(root)[name].files)
+                  rows=[row], status="ok", source_hash=CurrentKeys(root)[name].digest, sources=CurrentKeys(root)[name].files)
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from labnotebook.errors import CompileError
-from labnotebook.experiments import experiment_folders, load
+from labnotebook.declare.discover import experiment_folders, load
 from labnotebook.run import compile as compiler
 from labnotebook.run.compile import compile_cubin, parse_ptxas, target
-from labnotebook.run.declare import Kernel
+from labnotebook.declare.experiment import Kernel
 
 from conftest import FAULTS, ROOT
 

@@ -19,8 +19,8 @@ import pytest
 
 from labnotebook import Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, Unsupported
 from labnotebook.errors import ExperimentError
-from labnotebook.experiments import experiment_folders, global_functions, load
-from labnotebook.run.declare import tolerance_at
+from labnotebook.declare.discover import experiment_folders, global_functions, load
+from labnotebook.declare.experiment import tolerance_at
 from labnotebook.run.execute import InvalidLaunch, launch_dims
 from labnotebook.run.protocol.verify import compare
 from labnotebook.run.tma import TensorMap

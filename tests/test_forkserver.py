@@ -6,8 +6,8 @@ import threading
 import time
 from pathlib import Path
 
-from labnotebook.forkserver import ForkServer
-from labnotebook.orchestrate import run_forked, start_server
+from labnotebook.run.forkserver import ForkServer
+from labnotebook.build.orchestrate import run_forked, start_server
 
 from conftest import FAULTS, ROOT, copy_project
 from test_build import fake_env

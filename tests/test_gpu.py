@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from labnotebook.experiments import experiment_folders, load
-from labnotebook.policy import judge
-from labnotebook.records import Provenance, Record
-from labnotebook.store import Store
+from labnotebook.declare.discover import experiment_folders, load
+from labnotebook.build.policy import judge
+from labnotebook.results.format import Provenance, Record
+from labnotebook.results.store import Store
 
 from conftest import FAULTS, ROOT, copy_project, run_cli
 
@@ -130,12 +130,12 @@ def test_faults_are_named_others_still_run_and_nothing_is_lost(fault_project):
 def test_a_run_records_its_machine_code_and_a_comment_runs_nothing_again(fault_project):
     """The machine code a GPU run records is what nvcc makes of the sources anywhere; a comment
     added to the kernel leaves it, so the next build runs nothing and --rekey renews the key."""
-    from labnotebook.freshness import Keys
+    from labnotebook.results.freshness import CurrentKeys
 
     assert run_cli("--only", "good_add", "--no-sanitize", "--no-profile", root=fault_project).returncode == 0
     good = Store(fault_project / "results").read("good_add", gpu_name())
     assert good.key_rule == "meaning" and good.machine is not None
-    assert good.machine.cubins == Keys(fault_project).machine("good_add", good.machine.arch).cubins
+    assert good.machine.cubins == CurrentKeys(fault_project).machine("good_add", good.machine.arch).cubins
     kernel = fault_project / "snippets" / "good_add" / "1_skips_last.cu"
     kernel.write_text("// a comment, and the lines below it move\n\n" + kernel.read_text())
     again = run_cli("--only", "good_add", "--no-sanitize", "--no-profile", root=fault_project)
@@ -179,7 +179,7 @@ def test_a_flush_of_twice_the_l2_is_as_good_as_do_bench_s_256_mib():
     do_bench's 256 MiB: twice the L2 is enough. (A warm L2 is no measurable help to this
     kernel on an H100: 16.6 against 15.5 us flushed, as launch and ramp-up dominate; so this
     checks the flush against do_bench's, not against none.)"""
-    from labnotebook.run.declare import Case
+    from labnotebook.declare.experiment import Case
     from labnotebook.run.execute import Runner
     from labnotebook.run.protocol.timing import GpuTimer
 
@@ -210,7 +210,7 @@ def test_the_gpu_check_gives_the_cpu_numbers_or_defers(seed):
     several chunks with non-finite values, zeros and near-bound errors planted anywhere; what it
     cannot prove it leaves to the CPU (None), and never passes an output the exact check fails."""
     torch = pytest.importorskip("torch")
-    from labnotebook.run.declare import Tolerance
+    from labnotebook.declare.experiment import Tolerance
     from labnotebook.run.protocol import verify
 
     rng = np.random.default_rng(seed)
@@ -254,7 +254,7 @@ def test_a_large_output_the_gpu_proves_is_never_copied_to_the_host():
     buffer is never touched. One the GPU cannot prove (a NaN planted) is copied and the CPU
     names the element."""
     pytest.importorskip("torch")
-    from labnotebook.run.declare import Tolerance
+    from labnotebook.declare.experiment import Tolerance
     from labnotebook.run.device import open_context
     from labnotebook.run.execute import CaseArrays
     from labnotebook.run.outputs import Outputs

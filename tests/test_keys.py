@@ -1,5 +1,5 @@
 """Results go stale when, and only when, something that can change their numbers changed: the
-rule of ``labnotebook/keys.py``, pinned by editing a copy of the project and seeing whose key moves."""
+rule of ``labnotebook/results/keys.py``, pinned by editing a copy of the project and seeing whose key moves."""
 
 import re
 import shutil
@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from labnotebook.freshness import Keys
-from labnotebook.store import CEILINGS
+from labnotebook.results.freshness import CurrentKeys
+from labnotebook.results.store import CEILINGS
 
 from conftest import ROOT
 
 
 def digests(root: Path) -> dict[str, str]:
-    keys = Keys(root)
+    keys = CurrentKeys(root)
     return {name: keys[name].digest for name in keys.names()}
 
 
@@ -76,11 +76,11 @@ def test_the_copy_keys_like_the_original(before):
 
 CANNOT_CHANGE_A_NUMBER = [
     "labnotebook/site/tables.py", "labnotebook/site/macros.py",  # the site
-    "labnotebook/run/worker.py", "labnotebook/orchestrate.py",  # the worker and its process handling
-    "labnotebook/schedule.py",  # the scheduler
-    "labnotebook/store.py", "labnotebook/records.py",  # the store and its format
-    "labnotebook/profile.py", "labnotebook/run/profiled.py",  # the profiler pass
-    "labnotebook/cli.py", "labnotebook/run/execute.py", "labnotebook/run/compile.py", "labnotebook/run/device.py",
+    "labnotebook/run/worker.py", "labnotebook/build/orchestrate.py",  # the worker and its process handling
+    "labnotebook/build/schedule.py",  # the scheduler
+    "labnotebook/results/store.py", "labnotebook/results/format.py",  # the store and its format
+    "labnotebook/build/ncu.py", "labnotebook/run/ncu_target.py",  # the profiler pass
+    "labnotebook/build/cli.py", "labnotebook/run/execute.py", "labnotebook/run/compile.py", "labnotebook/run/device.py",
 ]
 
 
@@ -147,12 +147,12 @@ def test_scratch_files_caches_and_line_endings_change_no_key(staled_by):
 
 def test_a_declaration_that_does_not_load_has_no_key(copy):
     (copy / "snippets" / "vec_add" / "experiment.py").write_text("raise RuntimeError('half-edited')\n")
-    key = Keys(copy)["vec_add"]
+    key = CurrentKeys(copy)["vec_add"]
     assert key.digest is None and "half-edited" in key.error
 
 
 def test_a_key_names_each_file_it_holds(pristine):
-    files = Keys(pristine)["matmul_fp16"].files
+    files = CurrentKeys(pristine)["matmul_fp16"].files
     assert "snippets/matmul_fp16/experiment.py" in files and "snippets/matmul_fp16/mma_gemm.cuh" in files
     assert "labnotebook/run/include/tensor_core.cuh" in files and "labnotebook/run/protocol/timing.py" in files
     assert not any(p.startswith("labnotebook/site/") or p.endswith("worker.py") for p in files)

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from labnotebook import machine
-from labnotebook.cli import main
-from labnotebook.freshness import Keys, Stored
-from labnotebook.keys import meaning
-from labnotebook.store import Store
+from labnotebook.results import machine
+from labnotebook.build.cli import main
+from labnotebook.results.freshness import CurrentKeys, Stored
+from labnotebook.results.keys import meaning
+from labnotebook.results.store import Store
 
 from conftest import ROOT
 
@@ -46,7 +46,7 @@ def copy(pristine, tmp_path) -> Path:
 
 
 def stored(root: Path, experiment: str = "matmul", part: str = "main") -> Stored:
-    return Stored.read(Store(root / "results"), experiment, GPU, Keys(root), part)
+    return Stored.read(Store(root / "results"), experiment, GPU, CurrentKeys(root), part)
 
 
 def edit(root: Path, relative: str, old: str, new: str, count: int = 1) -> None:
@@ -125,8 +125,8 @@ def test_rekey_rewrites_the_key_and_nothing_else(copy, capsys):
     assert "rekeyed matmul on NVIDIA H100 80GB HBM3:" in out and "rekeyed matmul on NVIDIA H100 80GB HBM3 (large" in out
     after = json.loads(path.read_text())
     assert after["source_hash"] != before["source_hash"] and after["machine"] == before["machine"]
-    for data in (before, after):
-        del data["source_hash"], data["sources"]
+    for data in (before, after):  # the key's fields, the profile's among them (its files' paths)
+        del data["source_hash"], data["sources"], data["profile"]["sources"]
     assert after == before
     result = stored(copy)
     assert result.state == "fresh" and not result.rekey_due and not result.changed()
@@ -168,13 +168,13 @@ def test_a_python_edit_is_never_judged_by_machine_code(copy):
 # -- Python: keyed on its syntax, the engine on its content -------------------------------------
 
 def digests(root: Path) -> dict[str, str]:
-    keys = Keys(root)
+    keys = CurrentKeys(root)
     return {name: keys[name].digest for name in keys.names()}
 
 
 def test_docstrings_comments_and_layout_stale_nothing(copy):
     before = digests(copy)
-    for relative in ("labnotebook/run/declare.py", "labnotebook/run/protocol/timing.py"):
+    for relative in ("labnotebook/declare/experiment.py", "labnotebook/run/protocol/timing.py"):
         path = copy / relative
         text = re.sub(r'^"""', '"""A reworded docstring.\n\n', path.read_text(), count=1)
         text = re.sub(r"(\n    def \w+\(self[^)]*\)[^:]*:\n)", r'\1        """Another docstring."""\n', text, count=1)
@@ -191,8 +191,8 @@ def test_a_change_to_the_timing_logic_stales_everything(copy):
 
 def digests_run_by(root: Path) -> dict[str, str]:
     """``digests``, by a Python that imports ``root``'s own engine (its declarations import it)."""
-    code = ("import json, sys; from pathlib import Path; from labnotebook.freshness import Keys; "
-            "k = Keys(Path(sys.argv[1])); print(json.dumps({n: k[n].digest for n in k.names()}))")
+    code = ("import json, sys; from pathlib import Path; from labnotebook.results.freshness import CurrentKeys; "
+            "k = CurrentKeys(Path(sys.argv[1])); print(json.dumps({n: k[n].digest for n in k.names()}))")
     out = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, cwd=root,
                          env={**os.environ, "PYTHONPATH": str(root)}, check=True)
     return json.loads(out.stdout)
@@ -250,7 +250,7 @@ def test_meaning_is_the_same_on_every_python():
 def test_machine_keys_are_the_same_from_two_checkout_paths_and_match_the_record(pristine, copy):
     """The committed record's machine code (written on the GPU machine, or by --rekey) is what
     this machine compiles, from the project's own path and from a copy's."""
-    here, there = Keys(pristine), Keys(copy)
+    here, there = CurrentKeys(pristine), CurrentKeys(copy)
     for name in ("matmul", "block_reduce"):
         record = Store(ROOT / "results").read(name, GPU)
         assert record.machine is not None
@@ -285,9 +285,9 @@ def test_a_project_without_its_own_engine_compiles_the_engine_s_kernels(tmp_path
     """A project of experiments alone (a reader's, a test's) keys the ceilings on the installed
     engine's fma_peak.cu: its machine code is found there, as the run finds it."""
     shutil.copytree(ROOT / "snippets" / "vec_add", tmp_path / "snippets" / "vec_add")
-    keys = Keys(tmp_path)
+    keys = CurrentKeys(tmp_path)
     code = keys.machine("ceilings", "sm_90")
     assert not isinstance(code, str)
-    assert code.cubins == Keys(ROOT).machine("ceilings", "sm_90").cubins
+    assert code.cubins == CurrentKeys(ROOT).machine("ceilings", "sm_90").cubins
     assert not any(h.startswith("no machine code") for h in keys.machine("vec_add", "sm_90").cubins.values())
 

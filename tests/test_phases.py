@@ -4,9 +4,9 @@ import os
 
 import numpy as np
 
-from labnotebook.orchestrate import newly_installed
-from labnotebook.records import Check, Provenance, Record, Row
-from labnotebook.run.declare import Case, PhaseProgram, Tolerance
+from labnotebook.build.orchestrate import newly_installed
+from labnotebook.results.format import Check, Provenance, Record, Row
+from labnotebook.declare.experiment import Case, PhaseProgram, Tolerance
 from labnotebook.run.phases import measure
 from labnotebook.run.protocol.verify import compare
 

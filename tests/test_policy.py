@@ -3,8 +3,8 @@
 import numpy as np
 
 from labnotebook import Experiment, Kernel, Launch, Tolerance
-from labnotebook.policy import judge, sanitizer_findings
-from labnotebook.records import Provenance, Record, Row, Verdict
+from labnotebook.build.policy import judge, sanitizer_findings
+from labnotebook.results.format import Provenance, Record, Row, Verdict
 
 
 def experiment(expected=None):

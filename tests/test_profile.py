@@ -2,8 +2,8 @@
 
 import re
 
-from labnotebook.profile import METRICS, STALLS, command, launches, parse, short_name
-from labnotebook.run.profiled import RANGE
+from labnotebook.build.ncu import METRICS, STALLS, command, launches, parse, short_name
+from labnotebook.run.ncu_target import RANGE
 
 from conftest import FAULTS
 
@@ -123,7 +123,7 @@ def test_each_kernel_is_profiled_at_the_headline_or_its_largest_timed_case():
     import dataclasses
 
     from labnotebook import Case, Headline
-    from labnotebook.experiments import load
+    from labnotebook.declare.discover import load
 
     exp = load(FAULTS / "snippets" / "wrong_answer")
     cases = [Case("small", n=1), Case("mid", n=2), Case("big", n=3)]
@@ -142,8 +142,8 @@ def test_a_kernel_that_cannot_take_the_headline_is_profiled_at_the_largest_case_
     import dataclasses
 
     from labnotebook import Case, Headline, Unsupported
-    from labnotebook.experiments import load
-    from labnotebook.run.profiled import profile_case
+    from labnotebook.declare.discover import load
+    from labnotebook.run.ncu_target import profile_case
 
     exp = load(FAULTS / "snippets" / "wrong_answer")
     kernel = exp.kernels[0]
@@ -167,7 +167,7 @@ def test_a_kernel_that_cannot_take_the_headline_is_profiled_at_the_largest_case_
 
 
 def test_the_memory_unit_is_the_one_ncus_memory_figure_comes_from():
-    from labnotebook.records import KernelProfile
+    from labnotebook.results.format import KernelProfile
 
     # A tiled matmul: ncu's memory figure is L1's (ours is over L1's active cycles: a little higher).
     k = KernelProfile("mm", memory_pct=89.6, sm_pct=53.0, l1_pct=92.7, l2_pct=15.8, dram_pct=4.2)

@@ -5,7 +5,7 @@ timed, after it verified."""
 import numpy as np
 
 from labnotebook import Case, Experiment, Kernel, Launch, Tolerance, cdiv
-from labnotebook.records import Check, Timing
+from labnotebook.results.format import Check, Timing
 from labnotebook.run import protocol
 
 SMALL = Case("small", n=1000)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from labnotebook.records import FORMAT, VERSION, KernelProfile, Profile, ProfilePass, migrate
-from labnotebook.store import Store, read_json, read_record
+from labnotebook.results.format import FORMAT, VERSION, KernelProfile, Profile, ProfilePass, migrate
+from labnotebook.results.store import Store, read_json, read_record
 
 V1 = Path(__file__).parent / "fixtures" / "results-v1"
 V2 = Path(__file__).parent / "fixtures" / "results-v2"
@@ -56,7 +56,7 @@ def test_migrations_reach_the_current_version_from_every_older_one():
 
 
 def read_record_data(data: dict):
-    from labnotebook.records import Record
+    from labnotebook.results.format import Record
     return Record.from_json({**data, "format": FORMAT, "experiment": "x", "title": "x", "gpu": "g",
                              "provenance": None, "status": "ok"})
 
@@ -99,7 +99,7 @@ def test_a_format_3_file_keeps_its_profile_reads_stale_and_says_why(tmp_path):
     """Format 4 keys results by file; a file of format 3 (a real H100 run) loads, keeps its
     numbers and profile, and reads as stale, saying it records no per-file hashes."""
     from conftest import ROOT
-    from labnotebook.freshness import Keys, Stored
+    from labnotebook.results.freshness import CurrentKeys, Stored
 
     path = V3 / "matrix_add_2d" / "nvidia-h100-80gb-hbm3.json"
     assert read_json(path)["format"] == "labnotebook-results/3"
@@ -108,7 +108,7 @@ def test_a_format_3_file_keeps_its_profile_reads_stale_and_says_why(tmp_path):
     store = Store(tmp_path)
     store.write(record)
     assert store.read(record.experiment, record.gpu) == record
-    stored = Stored.read(store, record.experiment, record.gpu, Keys(ROOT))
+    stored = Stored.read(store, record.experiment, record.gpu, CurrentKeys(ROOT))
     assert stored.state == "stale" and "format 3 or older" in stored.reason()
     assert stored.profile_state == "stale"
 
@@ -131,12 +131,12 @@ def test_a_format_4_page_renders_unchanged_once_its_files_are_rewritten_in_the_c
     as format 5, are the same HTML: the migration loses nothing a page shows."""
     from site_support import build, project
 
-    from labnotebook.freshness import Keys
+    from labnotebook.results.freshness import CurrentKeys
 
     root = project(tmp_path / "p", pages=["coalescing.md", "dashboard.md"], results=False,
                    entries=["coalescing.md"], top=("dashboard.md",))
     shutil.copytree(V4, root / "results")
-    keys = Keys(root)
+    keys = CurrentKeys(root)
     for path in (root / "results").glob("*/*.json"):  # keyed on today's sources, still format 4
         raw = read_json(path)
         raw["source_hash"], raw["sources"] = keys[path.parent.name].digest, dict(keys[path.parent.name].files)

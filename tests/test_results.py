@@ -10,16 +10,16 @@ case the profile pass picks for it (the headline, or the largest case it takes).
 import pytest
 
 from labnotebook import settings
-from labnotebook.experiments import experiment_folders, load
-from labnotebook.freshness import Keys, Stored
-from labnotebook.store import CEILINGS, Store
+from labnotebook.declare.discover import experiment_folders, load
+from labnotebook.results.freshness import CurrentKeys, Stored
+from labnotebook.results.store import CEILINGS, Store
 
 from conftest import ROOT, run_cli
 
 SETTINGS = settings.read(ROOT)
 GPUS = list(SETTINGS.gpus)
 STORE = Store(ROOT / "results")
-KEYS = Keys(ROOT)
+KEYS = CurrentKeys(ROOT)
 NAMES = sorted(experiment_folders(ROOT / "snippets"))
 DRAFTS = settings.drafts(ROOT)
 
@@ -85,7 +85,7 @@ def test_every_large_pass_is_fresh_and_verified_at_each_of_its_cases(name, gpu):
 @pytest.mark.parametrize("gpu", GPUS)
 @pytest.mark.parametrize("name", NAMES)
 def test_every_cuda_kernel_has_a_fresh_profile_where_the_pass_profiles_it(name, gpu):
-    from labnotebook.run.profiled import profile_case
+    from labnotebook.run.ncu_target import profile_case
 
     s = stored(name, gpu)
     assert s.state == "fresh" and s.profile_state == "fresh", (
@@ -111,7 +111,7 @@ def row(name, kernel, case, gpu=SETTINGS.gpu):
 
 
 def test_vec_add_at_2_28_is_near_the_copy_ceiling():
-    from labnotebook.metrics import pct_of_ceiling
+    from labnotebook.results.metrics import pct_of_ceiling
 
     record = stored("vec_add", SETTINGS.gpu).record
     best = max(pct_of_ceiling(r, record) or 0 for r in record.rows if r.case == "2^28" and r.kind == "kernel")
@@ -133,7 +133,7 @@ def test_tensor_core_kernel_reaches_40_percent_of_hgemm():
 
 
 def test_block_reduction_is_at_copy_speed():
-    from labnotebook.metrics import pct_of_ceiling
+    from labnotebook.results.metrics import pct_of_ceiling
 
     record = stored("block_reduce", SETTINGS.gpu).record
     assert pct_of_ceiling(record.row("2_grid_stride_float4", "2^28"), record) >= 90
@@ -143,7 +143,7 @@ def test_attention_is_judged_by_its_arithmetic_and_each_tensor_core_rung_beats_t
     """Attention declares bytes (for the roofline) and flops: its rows read in TFLOP/s, with no
     share of the copy bandwidth; rung 5's two m-tiles a warp beat rung 4 at the target shape, and
     rung 6's wgmma beats rung 5."""
-    from labnotebook.metrics import pct_of_ceiling, throughput
+    from labnotebook.results.metrics import pct_of_ceiling, throughput
 
     record = stored("attention", SETTINGS.gpu).record
     for kernel in ("4_mma", "5_flash2", "6_wgmma", "torch FA2", "torch SDPA"):
@@ -157,7 +157,7 @@ def test_attention_is_judged_by_its_arithmetic_and_each_tensor_core_rung_beats_t
 
 
 def best_pct_of_copy(name, kernels, case):
-    from labnotebook.metrics import pct_of_ceiling
+    from labnotebook.results.metrics import pct_of_ceiling
 
     record = stored(name, SETTINGS.gpu).record
     return max(pct_of_ceiling(row(name, k, case), record) for k in kernels)

@@ -1,7 +1,7 @@
 """Reading compute-sanitizer's output into per-kernel verdicts."""
 
-from labnotebook.records import Verdict
-from labnotebook.sanitize import parse
+from labnotebook.results.format import Verdict
+from labnotebook.build.sanitizer import parse
 
 FUNCTIONS = {"write_oob": "1_oob", "vec_add": "1_add"}
 
@@ -55,8 +55,8 @@ def test_errors_past_the_print_limit_leave_the_other_kernels_unknown_not_clean()
 
 
 def test_racecheck_applies_only_where_there_is_shared_memory():
-    from labnotebook.records import KernelInfo, LaunchShape, Resources
-    from labnotebook.sanitize import TOOLS, applies
+    from labnotebook.results.format import KernelInfo, LaunchShape, Resources
+    from labnotebook.build.sanitizer import TOOLS, applies
 
     def info(smem):
         return KernelInfo("1.cu", "f", "cuda", "sm_90", Resources(registers=16, smem_bytes=smem))

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from labnotebook.errors import NotebookError
-from labnotebook.experiments import load
+from labnotebook.declare.discover import load
 from labnotebook.run.protocol.verify import compare
-from labnotebook.scaffold import add_to_nav, scaffold
+from labnotebook.declare.scaffold import add_to_nav, scaffold
 
 from conftest import ROOT, run_cli
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from labnotebook.schedule import Job, Scheduler
+from labnotebook.build.schedule import Job, Scheduler
 
 
 class Clock:
@@ -91,7 +91,7 @@ def test_a_job_pinned_to_a_gpu_that_is_not_there_is_refused():
 
 
 def test_each_gpu_gets_its_own_share_of_the_cores(monkeypatch):
-    from labnotebook import orchestrate
+    from labnotebook.build import orchestrate
 
     monkeypatch.setattr(orchestrate.draw, "cores", lambda: list(range(64)))
     shares = orchestrate.share_cores([1, 2, 3])

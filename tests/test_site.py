@@ -13,8 +13,8 @@ import shutil
 
 import pytest
 
-from labnotebook.records import Check, Timing
-from labnotebook import noise
+from labnotebook.results.format import Check, Timing
+from labnotebook.results import noise
 from labnotebook.site import dashboard, fmt, frontmatter, macros, notebook, plots
 from site_support import H100, H200, collecting_context, STATES, fixture_project, record, rows
 
@@ -230,7 +230,7 @@ def test_claims_across_gpus_and_cases(ctx):
 def h200_differs(tmp_path_factory):
     """The fixture's experiments with their states on the H200 and fresh on the H100, where
     "fresh" has a kernel slower than torch on the H200 (and faster on the H100)."""
-    from labnotebook.store import Store
+    from labnotebook.results.store import Store
 
     root = fixture_project(tmp_path_factory.mktemp("h200"), on=H200)
     store = Store(root / "results")
@@ -364,7 +364,7 @@ def test_the_notebook_reruns_only_when_its_inputs_change(root, tmp_path):
     (copy / "snippets").symlink_to(root / "snippets")
     assert notebook.key(copy / "docs" / "nb.ipynb", copy) == key  # the same inputs elsewhere
     record_ = record("fresh", H100, "x", rows(kernel_ms=0.009))
-    from labnotebook.store import Store
+    from labnotebook.results.store import Store
     Store(copy / "results").write(record_)
     assert notebook.key(copy / "docs" / "nb.ipynb", copy) != key  # new results: run it again
 
@@ -378,9 +378,9 @@ def test_timing_spread_is_in_the_medians_unit():
 @pytest.fixture(scope="module")
 def large_root(tmp_path_factory):
     """The tiny experiment with a case of 2^31 elements, which runs in the large pass."""
-    from labnotebook.freshness import Keys
-    from labnotebook.records import Row
-    from labnotebook.store import Store
+    from labnotebook.results.freshness import CurrentKeys
+    from labnotebook.results.format import Row
+    from labnotebook.results.store import Store
     from site_support import record as make_record
 
     dst = fixture_project(tmp_path_factory.mktemp("large"), states=("fresh",))
@@ -388,7 +388,7 @@ def large_root(tmp_path_factory):
     shutil.copytree(dst / "snippets" / "fresh", big)
     declaration = (big / "experiment.py").read_text()
     (big / "experiment.py").write_text(declaration.replace("    inputs=", '    large_cases=[Case("2^31", n=1 << 31)],\n    inputs=', 1))
-    store, keys = Store(dst / "results"), Keys(dst)
+    store, keys = Store(dst / "results"), CurrentKeys(dst)
     assert keys["big"].large_cases == ("2^31",)
     for gpu in (H100, H200):
         store.write(make_record("big", gpu, keys["big"].digest, rows()))
@@ -427,7 +427,7 @@ def test_a_large_pass_not_on_record_is_a_marker_and_fails_strict_on_the_referenc
 
 
 def test_a_stale_large_pass_shows_its_rows_marked(large_root):
-    from labnotebook.store import Store
+    from labnotebook.results.store import Store
 
     store = Store(large_root / "results")
     saved = store.read("big", H100, "large")

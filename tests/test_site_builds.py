@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from labnotebook.site import notebook
-from labnotebook.store import Store
+from labnotebook.results.store import Store
 from site_support import H100, H200, ROOT, SUBPATH, build, fixture_project, project
 
 def is_draft(page) -> bool:

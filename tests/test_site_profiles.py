@@ -8,12 +8,12 @@ import dataclasses
 
 import pytest
 
-from labnotebook.freshness import Stored
-from labnotebook.records import KernelProfile, Profile, ProfilePass, Row, Timing
-from labnotebook.site import dashboard, macros, profiles
+from labnotebook.results.freshness import Stored
+from labnotebook.results.format import KernelProfile, Profile, ProfilePass, Row, Timing
+from labnotebook.site import dashboard, macros, profile_tables as profiles
 from labnotebook.site.context import Context
-from labnotebook.site.results import Results, View
-from labnotebook.store import Store
+from labnotebook.site.views import Results, View
+from labnotebook.results.store import Store
 from site_support import H100, H200, collecting_context, fixture_project, profile_pass, record, rows
 
 
@@ -199,7 +199,7 @@ def test_a_profile_older_than_the_profiler_pass_is_marked_as_stale(ctx):
 
     record = ctx.view("fresh").stored.record
     kept = record.profile
-    record.profile = dataclasses.replace(kept, sources={"labnotebook/profile.py": "0" * 16})
+    record.profile = dataclasses.replace(kept, sources={"labnotebook/build/ncu.py": "0" * 16})
     try:
         out = macros.profile(ctx, "fresh")
         assert "the profile is stale" in out and "memory-bound" not in out

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from labnotebook.errors import ResultsError
-from labnotebook.records import FORMAT, Check, Provenance, Record, Row
-from labnotebook.store import Store, gpu_slug, read_json, read_record, write_json
+from labnotebook.results.format import FORMAT, Check, Provenance, Record, Row
+from labnotebook.results.store import Store, gpu_slug, read_json, read_record, write_json
 
 GPU = "NVIDIA H100 80GB HBM3"
 
@@ -74,7 +74,7 @@ def test_sigkill_during_writes_never_leaves_a_corrupt_file(tmp_path):
     """A writer killed at a random moment leaves a complete file, old or new."""
     target = tmp_path / "demo" / "gpu.json"
     write_json(target, {"format": FORMAT, "n": -1, "pad": "x" * 200_000})
-    code = ("import sys; from pathlib import Path; from labnotebook.store import write_json, FORMAT\n"
+    code = ("import sys; from pathlib import Path; from labnotebook.results.store import write_json, FORMAT\n"
             "i = 0\n"
             "while True:\n"
             "    write_json(Path(sys.argv[1]), {'format': FORMAT, 'n': i, 'pad': 'x' * 200_000}); i += 1\n")

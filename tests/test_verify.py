@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from labnotebook.run.declare import Case, Tolerance, tolerance_at
+from labnotebook.declare.experiment import Case, Tolerance, tolerance_at
 from labnotebook.run.protocol.verify import compare
 
 EXACT = Tolerance(atol=0.0, rtol=2.0**-24)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .declare import Baseline
+from ..declare.experiment import Baseline
 from .xp import namespace
 
 # The values that break careless float code: infinities, NaN, near-overflow, the smallest

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from . import draw
-from .declare import Tolerance
+from ..declare.experiment import Tolerance
 from .elementwise import add_reference, all_pairs
 
 

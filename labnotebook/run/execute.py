@@ -10,7 +10,7 @@ Triton, cuTile and PyTorch, NumPy arrays for CPU baselines.
 
 This runs inside a worker process (see ``worker.py``), so a crash or a sticky CUDA error here
 takes down this experiment alone. Judging the rows (expected failures, what fails a run) is
-``labnotebook.policy``'s job, not this module's.
+``labnotebook.build.policy``'s job, not this module's.
 """
 
 from __future__ import annotations
@@ -30,11 +30,12 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..errors import ExperimentError, NotebookError
-from ..records import Ceiling, Check, KernelInfo, LaunchShape, Provenance, Record, Resources, Row
+from ..results.format import Ceiling, Check, KernelInfo, LaunchShape, Provenance, Record, Resources, Row
 from . import phases
 from . import protocol
 from .compile import compile_cubin, target
-from .declare import Case, Experiment, Kernel, Launch, PythonKernel, Tolerances, Unavailable, Unsupported, tolerance_at
+from ..declare.experiment import (Case, Experiment, Kernel, Launch, PythonKernel, Tolerances, Unavailable,
+                                  Unsupported, tolerance_at)
 from .device import describe, open_context
 from .protocol import POISON_BYTE
 from .protocol.timing import GpuTimer, time_cpu
@@ -96,7 +97,7 @@ def reference_budget() -> int:
 
 
 class Clock:
-    """Where a run's wall time goes, by phase (``records.PHASES``): ``with clock("verify"):``.
+    """Where a run's wall time goes, by phase (``format.REFRESH_PHASES``): ``with clock("verify"):``.
     A phase entered inside another stops the outer one's clock until it is left, so every
     second is counted once."""
 
@@ -662,7 +663,7 @@ def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: Ceiling |
                    edge_cases: list[Case] | None = None, large_cases: list[Case] | None = None,
                    with_baselines: bool = True, only: set[str] | None = None,
                    cubin_cache: Path | None = None, gpu_checks: bool = True) -> Record:
-    """Run ``exp`` and return its results record, unjudged (``labnotebook.policy`` decides what
+    """Run ``exp`` and return its results record, unjudged (``labnotebook.build.policy`` decides what
     the rows mean for the run). Without a ``ceiling`` (the build's, measured on this GPU) the
     copy bandwidth is measured here, unless ``measure_ceiling`` is False (a run that only
     verifies). ``cases``, ``edge_cases`` and ``large_cases`` default to the declaration's;

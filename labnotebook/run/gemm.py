@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import draw
-from .declare import Case, Launch, Unsupported, cdiv
+from ..declare.experiment import Case, Launch, Unsupported, cdiv
 from .xp import namespace
 
 MAX_GRID_YZ = 65535

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..records import Row
-from .declare import Case
+from ..results.format import Row
+from ..declare.experiment import Case
 from .protocol.timing import stats
 
 TIME_LIMIT_S = 300  # one fresh process: context, copies, kernel, teardown

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..records import Provenance, Record, Row
+from ..results.format import Provenance, Record, Row
 from .compile import compile_cubin
 from .protocol.timing import GpuTimer
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .declare import Unsupported
+from ..declare.experiment import Unsupported
 
 # CUtensorMapDataType, CUtensorMapSwizzle and friends (cuda.h)
 _DATA_TYPE = {np.dtype(np.float16): 6, np.dtype(np.float32): 7}

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from ..errors import NotebookError
-from ..records import Ceiling
+from ..results.format import Ceiling
 
 
 def _names(values: list[str] | None) -> set[str] | None:
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     if cpus and hasattr(os, "sched_setaffinity"):  # this GPU's share of the host's cores
         os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
     if args.profile:  # several experiments, one account each (run/profiled.py)
-        from .profiled import profile_session
+        from .ncu_target import profile_session
 
         return profile_session(args.experiment, args.root, args.cubin_cache, args.out, _names(args.kernel))
     if len(args.experiment) > 1:
@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
                 record = measure_ceiling()
             record.phases_s = clock.rounded()
         else:
-            from ..experiments import load
-            from .declare import Kernel
+            from ..declare.discover import load
+            from ..declare.experiment import Kernel
             from .execute import run_experiment
 
             folder = args.root / "snippets" / args.experiment
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps({"error": str(e), "detail": e.detail}))
         print(f"error: {e}", file=sys.stderr, flush=True)
         return 2
-    from ..store import jsonable
+    from ..results.store import jsonable
 
     args.out.write_text(json.dumps(jsonable(record.to_json())))
     return 0

@@ -1,5 +1,5 @@
 """Comparisons the data decides: which of two rows is faster, by how much, and whether a sentence
-that says so still holds, by the noise rule (``labnotebook/noise.py``).
+that says so still holds, by the noise rule (``labnotebook/results/noise.py``).
 
 A *side* is one row: an experiment on a GPU, a row name (or ``"fastest"``/``"slowest"``, picked
 among ``among``), and a case. ``comparison`` says how many times faster side a is than side b and
@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .. import metrics, noise
+from ..results import metrics, noise
 from . import fmt
-from .results import Problem, View
+from .views import Problem, View
 
 # What "faster" compares. time: the medians (same work on both sides); pct_ceiling: the share of
 # each run's copy bandwidth (different sizes, or different GPUs' ceilings).

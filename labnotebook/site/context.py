@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import markers
-from .results import Problem, Results, View
+from .views import Problem, Results, View
 
 log = logging.getLogger("mkdocs.plugins.labnotebook")
 

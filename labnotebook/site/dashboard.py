@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import metrics, noise
-from ..run.declare import Baseline, Experiment
-from . import fmt, markers, profiles
+from ..results import metrics, noise
+from ..declare.experiment import Baseline, Experiment
+from . import fmt, markers, profile_tables
 from .context import Context, mark, marker
 from .fmt import cell
 from .tables import ref, refresh_time, short, table
-from .results import Problem
+from .views import Problem
 
 
 @dataclass
@@ -109,11 +109,11 @@ def _limiter(ctx: Context, experiment: str, exp: Experiment, name: str, case: st
     if view.record is None:
         return ""  # the throughput cell already carries the marker
     try:
-        profile = profiles.profile_of(view, name)
+        profile = profile_tables.profile_of(view, name)
     except Problem as p:
         return marker(ctx, p)
     elsewhere = f" (at {fmt.case(profile.case)})" if profile.case != case else ""
-    return profiles.limiter(profile.main) + elsewhere
+    return profile_tables.limiter(profile.main) + elsewhere
 
 
 def dashboard_table(ctx: Context, rows: list[Line]) -> str:
@@ -163,9 +163,9 @@ def execution_summary(ctx: Context) -> str:
 
 def refresh_cost(ctx: Context) -> str:
     """Where each GPU's refresh spent its wall time: per experiment, ``Record.wall_s`` split
-    into its phases (``records.PHASES``), and the sum over the GPU's results files."""
-    from ..records import PHASES
-    from ..store import CEILINGS
+    into its phases (``format.REFRESH_PHASES``), and the sum over the GPU's results files."""
+    from ..results.format import REFRESH_PHASES
+    from ..results.store import CEILINGS
 
     out = []
     for g in ctx.gpus:
@@ -174,7 +174,7 @@ def refresh_cost(ctx: Context) -> str:
         if not records:
             out.append(f"**{cell(g)}**: no results file records its refresh time yet (format 5 and later do).\n")
             continue
-        phases = [p for p in PHASES if any(p in r.phases_s for _, r in records)]
+        phases = [p for p in REFRESH_PHASES if any(p in r.phases_s for _, r in records)]
         lines = [[n if n == CEILINGS else f"[{n}]({n}.md)", f"**{fmt.sig(r.wall_s, 3)}**",
                   *[fmt.sig(r.phases_s[p], 2) if p in r.phases_s else "–" for p in phases]] for n, r in records]
         total = sum(r.wall_s for _, r in records)

@@ -7,8 +7,8 @@ import html
 import math
 import re
 
-from ..noise import Comparison
-from ..records import Check, Timing
+from ..results.noise import Comparison
+from ..results.format import Check, Timing
 
 SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
@@ -49,7 +49,7 @@ def times(x: float) -> str:
 
 
 def speed_words(c: Comparison, than: str = "") -> str:
-    """A comparison as words, by the noise rule (``labnotebook/noise.py``), never a ratio below
+    """A comparison as words, by the noise rule (``labnotebook/results/noise.py``), never a ratio below
     1: '1.25× faster than X', '1.25× slower than X', or, where the spreads overlap, 'as fast as
     X (1.01×, within the spread)': a tie is said as one, with the ratio of medians beside it."""
     ratio = c.ratio if c.ratio >= 1 else 1 / c.ratio

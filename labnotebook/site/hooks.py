@@ -18,10 +18,10 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from labnotebook.check import load_error
+from labnotebook.results.audit import load_error
 from labnotebook.errors import NotebookError
-from labnotebook.experiments import experiment_folders
-from labnotebook.freshness import Keys
+from labnotebook.declare.discover import experiment_folders
+from labnotebook.results.freshness import CurrentKeys
 from labnotebook.site import frontmatter, notebook
 from labnotebook.site.fmt import superscripts
 
@@ -40,7 +40,7 @@ def _root(config) -> Path:
 def on_files(files, config):
     try:
         frontmatter.pages(Path(config.docs_dir), config.nav)
-        keys = Keys(_root(config))  # before the notebook and the pages, which would fail on it further away
+        keys = CurrentKeys(_root(config))  # before the notebook and the pages, which would fail on it further away
         broken = [load_error(name, keys[name].error) for name in keys.names() if keys[name].error]
         if broken:
             raise NotebookError(" | ".join(f.text for f in broken))
@@ -66,7 +66,7 @@ def on_page_markdown(markdown, page, config, files):
 def on_post_build(config):
     """Each experiment's files that ran (those of its key in its folder), for the pages to link."""
     root, site = _root(config), Path(config.site_dir)
-    keys = Keys(root)
+    keys = CurrentKeys(root)
     for name in experiment_folders(root / "snippets"):
         for path in keys[name].files:
             if path.startswith(f"snippets/{name}/"):

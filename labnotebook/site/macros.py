@@ -13,14 +13,14 @@ import logging
 import re
 from pathlib import Path
 
-from .. import metrics, noise
-from ..run.declare import Kernel
-from ..store import CEILINGS
-from . import claims, dashboard as board, fmt, frontmatter, markers, plots, profiles, tables
+from ..results import metrics, noise
+from ..declare.experiment import Kernel
+from ..results.store import CEILINGS
+from . import claims, dashboard as board, fmt, frontmatter, markers, plots, profile_tables, tables
 from .claims import Side
 from .context import Context, macro
 from .fmt import cell
-from .results import Problem, run_command
+from .views import Problem, run_command
 
 log = logging.getLogger("mkdocs.plugins.labnotebook")
 
@@ -60,8 +60,8 @@ def profile(ctx, experiment, gpu=None):
     """Nsight Compute's view of each kernel and GPU baseline at its profile case (limiter, DRAM,
     caches, occupancy, stalls), and a sentence per rung on what its profile changed."""
     v = ctx.view(experiment, gpu)
-    steps = profiles.ladder(v, ctx.note)
-    return profiles.profile_table(v, ctx.note) + ("\n\n" + steps if steps else "") + "\n"
+    steps = profile_tables.ladder(v, ctx.note)
+    return profile_tables.profile_table(v, ctx.note) + ("\n\n" + steps if steps else "") + "\n"
 
 
 @macro("block")
@@ -290,7 +290,7 @@ def _roof_points(ctx, gpu) -> tuple[list[plots.RoofPoint], list[tuple[str, str, 
             value, unit = metrics.throughput(row)
             tflops = value if unit == "TFLOP/s" else value * row.intensity / 1e3
             try:
-                limiter = profiles.limiter(profiles.profile_of(view, name).main)
+                limiter = profile_tables.limiter(profile_tables.profile_of(view, name).main)
             except Problem:  # no profile, or a stale one: the point stands, its limiter is unknown
                 limiter = "–"
             points.append(plots.RoofPoint(experiment, name, row.kind, case, row.intensity, tflops, limiter,
@@ -396,13 +396,13 @@ def compare(ctx, experiment, case, a, b, than=None, case_b=None, gpu_b=None, exp
 def profile_gain(ctx, experiment, a, b, gpu=None):
     """A sentence on what Nsight Compute saw change from kernel ``a`` to ``b`` (DRAM throughput,
     occupancy, the busiest pipe, the leading stall), direction words from the data."""
-    return profiles.gain(ctx.view(experiment, gpu), a, b)
+    return profile_tables.gain(ctx.view(experiment, gpu), a, b)
 
 
 @macro("inline")
 def limiter(ctx, experiment, kernel, gpu=None):
     """What limits ``kernel`` by its profile: memory-, compute- or latency-bound."""
-    return profiles.limiter(profiles.profile_of(ctx.view(experiment, gpu), kernel).main)
+    return profile_tables.limiter(profile_tables.profile_of(ctx.view(experiment, gpu), kernel).main)
 
 
 @macro("inline")
@@ -422,7 +422,7 @@ def _and(items) -> str:
 
 @macro("inline")
 def noise_rule(ctx):
-    """The rule every comparison on the site follows, as ``labnotebook/noise.py`` states it."""
+    """The rule every comparison on the site follows, as ``labnotebook/results/noise.py`` states it."""
     return noise.RULE
 
 
@@ -472,7 +472,7 @@ def claim(ctx, experiment, a, relation, b, case=None, cases=None, case_b=None, g
     hover gives the figures, or, where the data contradicts it, followed by the figures that do,
     with a warning that fails --strict naming the page, the claim and the figures.
 
-    ``relation`` (by the noise rule, ``labnotebook/noise.py``): "faster" or "slower" (outside
+    ``relation`` (by the noise rule, ``labnotebook/results/noise.py``): "faster" or "slower" (outside
     both rows' spreads), "level" (inside them), "within N%" (medians, either way), "behind by at
     most N%" (not faster, and at least 100 − N % of the other's speed), or "one of" (``a`` is
     "fastest" or "slowest", picked among ``among``, and it and every row tied with it are among
@@ -628,7 +628,7 @@ def define_env(env) -> None:
     """Register every macro, bound to one Context per build that follows the page being rendered."""
     import functools
 
-    from .results import Results
+    from .views import Results
 
     root = Path(env.conf["config_file_path"]).parent
     notebook = env.conf["extra"]["notebook"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 
 from .fmt import cell
-from .results import Problem, run_command
+from .views import Problem, run_command
 
 # kind -> (admonition type, box title, the word an inline marker shows)
 LOOKS = {

@@ -17,12 +17,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
-from .. import metrics  # noqa: E402
-from ..records import Row  # noqa: E402
-from . import fmt  # noqa: E402
-from .results import Problem, View  # noqa: E402
-from .style import INK, MIN_FONT, STYLE  # noqa: E402
-from .tables import Note, note_failure  # noqa: E402
+from ..results import metrics
+from ..results.format import Row
+from . import fmt
+from .views import Problem, View
+from .style import INK, MIN_FONT, STYLE
+from .tables import Note, note_failure
 
 # Charts scale down to their column and never scroll: drawn this wide (constrained layout keeps
 # every label inside), a chart's 10 pt text is 10.8 px in a 390 px phone's 358 px column, and

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .. import metrics, noise
-from ..records import Record, Row
+from ..results import metrics, noise
+from ..results.format import Record, Row
 from . import fmt
 from .fmt import cell
-from .results import Problem, View
+from .views import Problem, View
 
 Note = Callable[[Problem], None]
 STATUS_WORDS = {"failed": "✗ failed", "xfail": "✗ expected failure", "skipped": "– skipped"}

@@ -1,6 +1,6 @@
 """The measurement protocol: the code that decides what a recorded number means.
 
-Every file in this folder is part of every result's key (``labnotebook/keys.py``): change one
+Every file in this folder is part of every result's key (``labnotebook/results/keys.py``): change one
 and every result is stale until it is measured again. The rest of the engine (the runner's
 bookkeeping, workers, scheduling, the store, the profiler pass, the site) only carries numbers
 and is recorded as provenance (the git commit), never keyed. What the protocol fixes:
@@ -25,8 +25,8 @@ from typing import Callable
 
 import numpy as np
 
-from ...records import Check, Timing
-from ..declare import Case, Experiment, Unsupported
+from ...results.format import Check, Timing
+from ...declare.experiment import Case, Experiment, Unsupported
 
 NVCC_FLAGS = ("-std=c++17", "-O3", "-lineinfo", "-Xptxas=-v")
 # Device code shared by experiments (tensor_core.cuh): on every kernel's include path.

@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from ...records import Ceiling, Timing
+from ...results.format import Ceiling, Timing
 
 FLUSH_L2S = 2  # the flush buffer, in L2 sizes
 MIN_FLUSH_BYTES = 64 << 20

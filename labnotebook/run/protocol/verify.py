@@ -37,8 +37,8 @@ import math
 
 import numpy as np
 
-from ...records import Check
-from ..declare import Tolerance
+from ...results.format import Check
+from ...declare.experiment import Tolerance
 from ..draw import threads
 
 SLICE = 1 << 21  # elements compared at a time by one thread

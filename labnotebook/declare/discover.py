@@ -8,8 +8,8 @@ import re
 import sys
 from pathlib import Path
 
-from .errors import ExperimentError
-from .run.declare import Experiment, Kernel
+from ..errors import ExperimentError
+from .experiment import Experiment, Kernel
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from .. import noise
+from ..results import noise
 from ..errors import NotebookError
-from ..experiments import experiment_folders, load
-from ..freshness import Keys, Stored, run_command
-from ..records import Record, Row
-from ..run.declare import Experiment
-from ..store import Store
+from ..declare.discover import experiment_folders, load
+from ..results.freshness import CurrentKeys, Stored, run_command
+from ..results.format import Record, Row
+from ..declare.experiment import Experiment
+from ..results.store import Store
 
 # What a problem is about, and whether the number can still be shown beside its marker.
 STATE_KINDS = ("stale", "failed", "missing", "corrupt")
@@ -202,9 +202,9 @@ class Results:
         self._declarations: dict[str, Experiment] = {}
 
     @cached_property
-    def keys(self) -> Keys:
+    def keys(self) -> CurrentKeys:
         """What every experiment's results are keyed on now (read once per site build)."""
-        return Keys(self.root)
+        return CurrentKeys(self.root)
 
     @cached_property
     def folders(self) -> dict[str, Path]:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import keys, machine
-from .freshness import Keys, Stored
-from .records import MachineKey, Record
+from .freshness import CurrentKeys, Stored
+from .format import MachineKey, Record
 from .store import Store, write_json
 
 
@@ -32,7 +32,7 @@ class Rekeyed:
 
 def rekey(root: Path, store: Store) -> list[Rekeyed]:
     """Rewrite the key of every fresh record whose key is due; what was rewritten, in order."""
-    current, out = Keys(root), []
+    current, out = CurrentKeys(root), []
     for name in current.names():
         if current[name].error:
             continue
@@ -59,7 +59,7 @@ def rekeyed(record: Record, key: keys.Key, code: MachineKey | None, profiler: ke
                                machine=code, profile=profile)
 
 
-def _machine_code(current: Keys, name: str, record: Record) -> tuple[MachineKey | None, str]:
+def _machine_code(current: CurrentKeys, name: str, record: Record) -> tuple[MachineKey | None, str]:
     """The machine code to record, and a few words on it. A fresh record keeps its own (its
     kernels compile to exactly it); one with none gets what its kernels compile to here, where
     this nvcc is the version that compiled them."""

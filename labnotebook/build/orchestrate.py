@@ -32,18 +32,19 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import machine, metrics, policy, profile
-from .errors import NotebookError
-from .experiments import load
-from .forkserver import Child, ForkServer
-from .freshness import Keys, Stored
-from .keys import Key
-from .records import ProfilePass, Record, Verdict
-from .run import draw
-from .run.declare import Experiment
-from .sanitize import NO_SHARED_MEMORY, TOOLS, applies, command, parse, sanitizer_path
+from ..results import machine, metrics
+from . import ncu, policy
+from ..errors import NotebookError
+from ..declare.discover import load
+from ..run.forkserver import Child, ForkServer
+from ..results.freshness import CurrentKeys, Stored
+from ..results.keys import Key
+from ..results.format import ProfilePass, Record, Verdict
+from ..run import draw
+from ..declare.experiment import Experiment
+from .sanitizer import NO_SHARED_MEMORY, TOOLS, applies, command, parse, sanitizer_path
 from .schedule import Job, Scheduler
-from .store import CEILINGS, Store, read_json
+from ..results.store import CEILINGS, Store, read_json
 
 DEFAULT_ESTIMATE_S = 60.0
 
@@ -55,7 +56,7 @@ class Outcome:
     detail: str = ""
     seconds: float = 0.0
     gpu: int | None = None
-    phases: dict[str, float] = field(default_factory=dict)  # where its seconds went (records.PHASES)
+    phases: dict[str, float] = field(default_factory=dict)  # where its seconds went (format.REFRESH_PHASES)
 
 
 @dataclass
@@ -91,7 +92,7 @@ def worker_env(gpu: int | None = None, cpus: list[int] | None = None, sharing: i
     """Workers import this very package, wherever the project being built lives, see only their
     own GPU (as device 0) while knowing its index on the machine, keep to ``cpus``, and know how
     many GPUs' workers share the machine's memory (``sharing``)."""
-    package_parent = str(Path(__file__).resolve().parent.parent)
+    package_parent = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
     if gpu is not None:  # nvidia-smi's index; CUDA counts in the same order only by PCI bus
@@ -215,7 +216,7 @@ class Build:
         self.outcomes: list[Outcome] = []
         self.many = len(options.gpus) > 1
         self.cores = share_cores(options.gpus) if self.many else {}
-        self.keys = Keys(root)  # what each result is keyed on, read once, before anything runs
+        self.keys = CurrentKeys(root)  # what each result is keyed on, read once, before anything runs
         self.to_profile: dict[str, Unprofiled] = {}
         self.servers: dict[int, ForkServer] = {}  # each GPU's, started with its first worker
         self.servers_lock = threading.Lock()
@@ -252,7 +253,7 @@ class Build:
         if self.options.sanitize and sanitizer_path() is None:
             self.console.print("[yellow]compute-sanitizer not found: results will record no sanitizer outcome[/]")
             self.options.sanitize = False
-        self.ncu = profile.version() if self.options.profile and profile.ncu_path() else None
+        self.ncu = ncu.version() if self.options.profile and ncu.ncu_path() else None
         if self.options.profile and self.ncu is None:
             self.console.print("[yellow]Nsight Compute (ncu) not found: results will record the profile as skipped[/]")
         todo = self.plan(gpu_name, selected)
@@ -469,18 +470,18 @@ class Build:
                 report = Path(tmp) / "ncu.csv"
                 worker = self.worker_command(left, ["--profile", "--out", tmp])
                 # LC_ALL=C: ncu formats numbers by locale ("1.234,5" under de_DE); the parser reads "1,234.5".
-                status, lines = run_process(profile.command(worker, report), self.root,
+                status, lines = run_process(ncu.command(worker, report), self.root,
                                             {**self.env(gpu), "LC_ALL": "C"}, limit, relay=None)
                 text = report.read_text(errors="replace") if report.exists() else ""
                 accounts = {n: read_json(Path(tmp) / f"{n}.json") for n in left if (Path(tmp) / f"{n}.json").exists()}
             wall = time.perf_counter() - t0
-            by_range = profile.launches(text)
+            by_range = ncu.launches(text)
             done = [n for n in left if n in accounts]
             died = len(done) < len(left)  # in left[len(done)], which bears its share too
             startup = max(0.0, wall - sum(a["seconds"] for a in accounts.values()))
             share = startup / max(1, len(done) + died)
             for n in done:
-                results[n] = (profile.parse(by_range, accounts[n]), round(accounts[n]["seconds"] + share, 2))
+                results[n] = (ncu.parse(by_range, accounts[n]), round(accounts[n]["seconds"] + share, 2))
             left = left[len(done):]
             if died:
                 why = f"timed out after {limit:.0f} s under ncu" if status is None else \
@@ -610,7 +611,7 @@ def _result(result) -> tuple[Record | None, str | None]:
 
 def newly_installed(record: Record) -> list[str]:
     """Modules that were missing when ``record`` was made and can be imported now."""
-    from .run.execute import module_installed
+    from ..run.execute import module_installed
 
     missing = {r.missing_module for r in record.rows if r.missing_module}
     return sorted(m for m in missing if module_installed(m))

@@ -39,17 +39,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal, Mapping
 
-from .errors import NotebookError
+from ..errors import NotebookError
 
 PACKAGE = "labnotebook"
 PROTOCOL = "run/protocol"  # under the package: every file in it is in every key
 INCLUDE = "run/include"  # under the package: shared device headers, on every kernel's include path
 # Engine modules that carry numbers without deciding them: never keyed, even where imported.
 MECHANICS = frozenset({"run/__init__.py", "run/compile.py", "run/device.py", "run/execute.py", "run/worker.py",
-                       "run/profiled.py"})
-PHASES = "run/phases.py"  # the phase-program engine, for experiments that declare one
+                       "run/ncu_target.py", "run/forkserver.py"})
+# Under the package: where the engine modules an experiment imports may be keyed (the
+# declaration API, and the GPU side's helpers: draws, references, baselines).
+KEYED = ("declare/experiment.py", "run/")
+PHASE_ENGINE = "run/phases.py"  # the phase-program engine, for experiments that declare one
 CEILINGS = ("run/roofs.py", "run/fma_peak.cu")
-PROFILER = ("profile.py", "run/profiled.py")  # under the package
+PROFILER = ("build/ncu.py", "run/ncu_target.py")  # under the package
 CUDA = (".cu", ".cuh", ".h")  # compiled by nvcc: judged by their machine code where they alone changed
 
 Rule = Literal["text", "meaning"]
@@ -181,7 +184,7 @@ class Sources:
     def __init__(self, root: Path):
         self.root = root
         own = root / PACKAGE
-        self.package = own if (own / "__init__.py").is_file() else Path(__file__).resolve().parent
+        self.package = own if (own / "__init__.py").is_file() else Path(__file__).resolve().parent.parent
 
     # -- paths -----------------------------------------------------------------------------------
     def name(self, path: Path) -> str:
@@ -214,7 +217,7 @@ class Sources:
 
     def experiment(self, folder: Path) -> Key:
         """An experiment's key, from its declaration; a Key with ``error`` if it does not load."""
-        from .experiments import load
+        from ..declare.discover import load
 
         try:
             exp = load(folder)
@@ -222,7 +225,7 @@ class Sources:
             return Key(error=str(e))
         roots = [folder / "experiment.py", *(folder / k.source for k in exp.kernels)]
         if exp.phases:
-            roots += [folder / exp.phases.source, self.engine(PHASES)]
+            roots += [folder / exp.phases.source, self.engine(PHASE_ENGINE)]
         cubins = tuple(Cubin(self.name(folder / k.source), k.nvcc_options)
                        for k in exp.kernels if k.source.endswith(".cu"))
         key = self.key(self.closure(roots + self.protocol(), folder), cubins)
@@ -265,7 +268,7 @@ class Sources:
 
     def imports(self, path: Path, folder: Path | None) -> list[Path]:
         """The keyed Python files ``path`` imports: files of the experiment's folder, and engine
-        modules under ``labnotebook/run/`` (not MECHANICS; re-exports followed to where a name
+        modules in ``KEYED`` (not MECHANICS; re-exports followed to where a name
         is defined)."""
         try:
             tree = ast.parse(path.read_bytes(), filename=str(path))
@@ -327,9 +330,9 @@ class Sources:
         return [init]
 
     def _keyed(self, path: Path) -> bool:
-        """Experiment files always; engine files under run/ unless they are mechanics."""
+        """Experiment files always; engine files in ``KEYED`` unless they are mechanics."""
         try:
             relative = path.resolve().relative_to(self.package.resolve()).as_posix()
         except ValueError:
             return path.is_file()
-        return relative.startswith("run/") and relative not in MECHANICS and path.is_file()
+        return relative.startswith(KEYED) and relative not in MECHANICS and path.is_file()

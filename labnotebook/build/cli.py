@@ -20,16 +20,16 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from .errors import NoGPUError, NotebookError
-from .experiments import experiment_folders, load
-from . import settings
-from .check import findings, load_error
-from .rekey import rekey
-from .freshness import Keys, Stored
+from ..errors import NoGPUError, NotebookError
+from ..declare.discover import experiment_folders, load
+from .. import settings
+from ..results.audit import findings, load_error
+from ..results.rekey import rekey
+from ..results.freshness import CurrentKeys, Stored
 from .orchestrate import Build, Options, kill_workers, print_outcomes
-from .run.device import gpus_from_smi
-from .store import CEILINGS, Store
-from .summary import print_summary
+from ..run.device import gpus_from_smi
+from ..results.store import CEILINGS, Store
+from ..results.summary import print_summary
 
 # Lines whole and tables wide: a log (not a terminal) is read later, and grepped.
 console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
@@ -45,7 +45,7 @@ results into results/. With every result up to date it does nothing and needs no
   build_results.py --list | --summary     the state of every result; every result as JSON lines
   build_results.py new NAME               scaffold an entry (see docs/authoring.md)
 """
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def main_parser() -> argparse.ArgumentParser:
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rest = argv[2:] if argv[:1] == ["--root"] else argv  # tests name the project first
         if rest[:1] == ["new"]:
-            from .scaffold import scaffold
+            from ..declare.scaffold import scaffold
 
             args = new_parser().parse_args(argv[:len(argv) - len(rest)] + rest[1:])
             for path in scaffold(args.root, args.name, args.title):
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         # Drafts too, and before any GPU is looked for: a declaration that does not load is a
         # mistake to fix in seconds, not a failure to find after a run (or a silent "nothing to
         # run"). It is named, the rest still runs, and the command fails.
-        keys = Keys(root)
+        keys = CurrentKeys(root)
         broken = [load_error(n, keys[n].error) for n in selected if keys[n].error]
         for f in broken:
             print(f"error: {f.text}", file=sys.stderr)
@@ -201,7 +201,7 @@ def all_fresh(root: Path, store: Store, selected: dict[str, Path], part: str = "
     """Whether every selected experiment has results of the pass, all fresh, on every GPU it has
     any for, and (for the main pass, which times) those GPUs' ceilings are fresh too (a run would
     measure them again otherwise)."""
-    keys = Keys(root)
+    keys = CurrentKeys(root)
     for name in selected:
         if part not in keys[name].parts:
             continue
@@ -241,7 +241,7 @@ def list_experiments(root: Path, folders: dict[str, Path], store: Store) -> int:
     """Every experiment and the state of its results on each GPU. An experiment that cannot be
     loaded is named below the table, with its file, and the exit status is 2."""
     table = Table("experiment", "title", "GPU", "state")
-    keys, broken = Keys(root), []
+    keys, broken = CurrentKeys(root), []
     for name, folder in folders.items():
         try:
             title = load(folder).title

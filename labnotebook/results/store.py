@@ -25,8 +25,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from .errors import ResultsError
-from .records import Part, Record
+from ..errors import ResultsError
+from .format import Part, Record
 
 CEILINGS = "ceilings"
 

@@ -14,10 +14,10 @@ Format history:
    ``Record.peak_host_bytes`` and ``KernelInfo.language`` for every kernel.
 3. ``Record.profile``: the Nsight Compute pass (``ProfilePass``), ``Provenance.ncu`` and
    ``Row.intensity`` (where the roofline places a row); the ceilings add an ``fp32 fma`` row.
-4. Keys by what was measured (``labnotebook/keys.py``): ``Record.sources`` and
+4. Keys by what was measured (``labnotebook/results/keys.py``): ``Record.sources`` and
    ``ProfilePass.sources``, the hash of each file of the key; ``source_hash`` is now their digest.
 5. What the refresh cost: ``Record.wall_s`` (the whole of it, the sanitizer and profile passes
-   included) and ``Record.phases_s`` (by ``PHASES``), in place of ``duration_s`` (the timed
+   included) and ``Record.phases_s`` (by ``REFRESH_PHASES``), in place of ``duration_s`` (the timed
    worker's time alone, which a migrated file keeps as ``phases_s["timed run"]``).
 6. ``Record.part``: which pass made the record. The cases of 2^31 elements and more (``large_cases``)
    run in a pass of their own, ``build_results.py --large``, into ``<gpu>.large.json``; a
@@ -30,7 +30,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import ResultsError
+from ..errors import ResultsError
 
 NAME = "labnotebook-results"
 VERSION = 7
@@ -50,7 +50,7 @@ Part = Literal["main", "large"]
 PARTS = ("main", "large")
 
 # Where an experiment's refresh spends its wall time (``Record.phases_s``), in the order it goes.
-PHASES = {
+REFRESH_PHASES = {
     "start-up": "the timed run's process: starting Python, imports, the CUDA context, writing the record "
                 "(its wall time not counted in a phase below)",
     "compile": "nvcc for every CUDA kernel, and loading them",
@@ -317,7 +317,7 @@ class Provenance:
 
 @dataclass(frozen=True)
 class MachineKey:
-    """What a record's CUDA kernels compiled to (``labnotebook/machine.py``): where only CUDA
+    """What a record's CUDA kernels compiled to (``labnotebook/results/machine.py``): where only CUDA
     files changed since, a record whose kernels compile to the same machine code is fresh."""
 
     nvcc: str  # the compiler's version and build ("13.0.88 cuda_13.0.r13.0/compiler.36424714_0")
@@ -340,12 +340,12 @@ class Record:
     kernels: dict[str, KernelInfo] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # what made the run fail, one line each
     # Seconds of wall time from the start of the timed run to the end of the last pass over it
-    # (sanitizer, profile); None before format 5. ``phases_s`` splits it by ``PHASES``: the
+    # (sanitizer, profile); None before format 5. ``phases_s`` splits it by ``REFRESH_PHASES``: the
     # phases add up to it but for the waits between passes (on a node of several GPUs the two
     # passes may run side by side, on different GPUs, and then add up to more).
     wall_s: float | None = None
     phases_s: dict[str, float] = field(default_factory=dict)
-    # What it was measured from (labnotebook/keys.py): each file of its key -> that file's hash,
+    # What it was measured from (labnotebook/results/keys.py): each file of its key -> that file's hash,
     # and their digest, which is what freshness compares. ``sources`` is empty before format 4.
     source_hash: str | None = None
     sources: dict[str, str] = field(default_factory=dict)

@@ -11,8 +11,8 @@ the last results verified (unless forced).
 
 from __future__ import annotations
 
-from .records import Record, Verdict
-from .run.declare import Experiment
+from ..results.format import Record, Verdict
+from ..declare.experiment import Experiment
 
 
 def judge(exp: Experiment, record: Record) -> Record:

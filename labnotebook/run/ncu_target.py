@@ -1,6 +1,6 @@
 """The worker's side of the profile pass: each kernel and GPU baseline of one or more experiments
 launched once at its profile case (``profile_case``), for Nsight Compute to measure
-(``labnotebook.profile`` runs ncu and reads its report).
+(``labnotebook.build.ncu`` runs ncu and reads its report).
 
 One worker under one ncu session profiles every experiment the build hands it: ncu's start-up,
 Python's and torch's import cost about 8 s, which a session per experiment paid each time. The
@@ -26,8 +26,8 @@ from typing import Iterator
 import numpy as np
 
 from ..errors import NotebookError
-from ..experiments import load
-from .declare import Case, Experiment, Kernel, Unsupported
+from ..declare.discover import load
+from ..declare.experiment import Case, Experiment, Kernel, Unsupported
 from . import protocol
 from .execute import CaseArrays, CaseError, FatalCudaError, Runnable, Runner, host_call, module_installed
 

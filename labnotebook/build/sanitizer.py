@@ -11,8 +11,8 @@ import re
 
 from typing import Iterable
 
-from .records import KernelInfo, LaunchShape, Verdict
-from .run.compile import cuda_tool
+from ..results.format import KernelInfo, LaunchShape, Verdict
+from ..run.compile import cuda_tool
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 # memcheck, synccheck and initcheck end with "ERROR SUMMARY: N errors"; racecheck with

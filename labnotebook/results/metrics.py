@@ -6,7 +6,7 @@ Used by ``--summary`` and by the site, so both always say the same thing about a
 
 from __future__ import annotations
 
-from .records import Provenance, Record, Resources, Row
+from .format import Provenance, Record, Resources, Row
 
 
 def median_ms(row: Row | None) -> float | None:

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Iterator
 
 from . import metrics
-from .freshness import Keys, is_stale
-from .records import PARTS
+from .freshness import CurrentKeys, is_stale
+from .format import PARTS
 from .store import Store
 
 
 def summary_lines(root: Path, store: Store) -> Iterator[dict]:
-    current = Keys(root)
+    current = CurrentKeys(root)
     for record in (r for part in PARTS for r in store.records(part=part)):
         stale = is_stale(record, current[record.experiment] if record.experiment in current else None)
         for row in record.rows:

@@ -2,7 +2,7 @@
 
 A timed run's worker used to start Python and import NumPy, PyCUDA and torch afresh: about 6 s
 of every experiment's wall time on an H100 (py-spy, 2026-11-23), torch's import alone 3.5 to
-5 s. The build now starts one server per GPU (``python -m labnotebook.forkserver``, with that
+5 s. The build now starts one server per GPU (``python -m labnotebook.run.forkserver``, with that
 GPU's environment), which imports them once, never touches CUDA, and forks a child per worker.
 Each child is a process of its own, in a session of its own, that initialises CUDA afresh: a
 crash, a hang or a sticky CUDA error still ends one experiment and nothing else.
@@ -84,7 +84,7 @@ def _child(argv: list[str], log: str) -> None:
         fd = os.open(os.devnull, os.O_RDONLY)  # not the server's requests (nvcc fails on a closed stdin)
         os.dup2(fd, 0)
         os.close(fd)
-        from .run.worker import main
+        from .worker import main
 
         code = main(argv)
     except SystemExit as e:  # argparse, or the worker's own exit
@@ -111,7 +111,7 @@ class ForkServer:
 
     def __init__(self, cwd: Path, env: dict[str, str], start: Callable):
         # --root: only so that the server and its children can be told apart by their command line
-        self.proc = start([sys.executable, "-m", "labnotebook.forkserver", "--root", str(cwd)], cwd, env)
+        self.proc = start([sys.executable, "-m", "labnotebook.run.forkserver", "--root", str(cwd)], cwd, env)
         self.lock = threading.Lock()
         self.states: dict[str, dict] = {}  # request id -> what the server said of it
         self.changed = threading.Condition()

@@ -6,10 +6,10 @@ does not make them)."""
 
 from __future__ import annotations
 
-from ..records import KernelProfile, Profile, Record
+from ..results.format import KernelProfile, Profile, Record
 from . import fmt
 from .fmt import cell
-from .results import Problem, View, run_command
+from .views import Problem, View, run_command
 from .tables import Note, table, when
 
 # ncu's warp-stall reasons in words a reader of this notebook knows (Nsight Compute's

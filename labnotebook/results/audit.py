@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from . import settings
-from .freshness import Keys, Stored, run_command
+from .. import settings
+from .freshness import CurrentKeys, Stored, run_command
 from .store import CEILINGS, Store
 
 REKEY = "python build_results.py --rekey"
@@ -52,7 +52,7 @@ def command(stored: Stored) -> str:
 
 
 def findings(root: Path, store: Store) -> list[Finding]:
-    config, keys, drafts = settings.read(root), Keys(root), settings.drafts(root)
+    config, keys, drafts = settings.read(root), CurrentKeys(root), settings.drafts(root)
     gpus = list(dict.fromkeys([config.gpu, *config.gpus,
                                *(g for name in keys.names() for g in store.gpus(name, failures=True))]))
     out = []

@@ -32,10 +32,10 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
-from .errors import CompileError
+from ..errors import CompileError
 from .keys import INCLUDE, Key, Sources
-from .records import MachineKey
-from .run.compile import compile_cubin, nvcc_path
+from .format import MachineKey
+from ..run.compile import compile_cubin, nvcc_path
 
 CACHE = ".cache/cubins"  # under the project's root: compiled once per source, flags and nvcc
 _INTERNAL = re.compile(rb"_INTERNAL_[0-9a-f]{8}")

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .records import Timing
+from .format import Timing
 
 Verdict = Literal["faster", "slower", "level"]
 

@@ -15,9 +15,9 @@ import re
 import subprocess
 from pathlib import Path
 
-from .records import KernelProfile, Profile, ProfilePass
-from .run.compile import cuda_tool
-from .run.profiled import RANGE
+from ..results.format import KernelProfile, Profile, ProfilePass
+from ..run.compile import cuda_tool
+from ..run.ncu_target import RANGE
 
 # The metrics each field is read from, and every stall reason (``STALLS``): the pass collects
 # these and no others. Whole sections (SpeedOfLight, MemoryWorkloadAnalysis, ...) collect dozens

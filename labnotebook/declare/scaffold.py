@@ -12,8 +12,8 @@ import datetime
 import re
 from pathlib import Path
 
-from .errors import NotebookError
-from .store import CEILINGS
+from ..errors import NotebookError
+from ..results.store import CEILINGS
 
 TEMPLATES = Path(__file__).parent / "templates"
 NAME = re.compile(r"[a-z][a-z0-9_]*")

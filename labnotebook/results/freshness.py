@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Literal
 
 from . import keys, machine
-from .errors import ResultsError
-from .experiments import experiment_folders
-from .records import MachineKey, Part, Record
+from ..errors import ResultsError
+from ..declare.discover import experiment_folders
+from .format import MachineKey, Part, Record
 from .store import CEILINGS, Store
 
 State = Literal["fresh", "stale", "failed", "missing", "corrupt"]
@@ -30,7 +30,7 @@ NAMED_FILES = 4  # changed files a reason names; the rest are counted
 ProfileState = Literal["fresh", "stale", "missing", "skipped", "failed"]
 
 
-class Keys:
+class CurrentKeys:
     """The current key of every experiment and of the ceilings under one root, made once."""
 
     def __init__(self, root: Path):
@@ -116,10 +116,10 @@ class Stored:
     unreadable: ResultsError | None = None  # a corrupt or foreign file, with the fix-it message
     profiler: keys.Key | None = None
     part: Part = "main"  # the pass (``records.PARTS``): both are keyed on the same files
-    keys: Keys | None = None  # for compiling the kernels, where only CUDA files changed
+    keys: CurrentKeys | None = None  # for compiling the kernels, where only CUDA files changed
 
     @classmethod
-    def read(cls, store: Store, experiment: str, gpu: str, current: Keys, part: Part = "main") -> "Stored":
+    def read(cls, store: Store, experiment: str, gpu: str, current: CurrentKeys, part: Part = "main") -> "Stored":
         record = failure = unreadable = None
         try:
             record = store.read(experiment, gpu, part)
