@@ -2,13 +2,17 @@
 nothing a reader sees (a move, a rename, a split) must build the very same pages.
 
 The snapshot (``tests/snapshots/site.json``) holds a hash of every file the real notebook builds
-to, but the sitemaps, whose only content is the build's date. A page change that is meant
+to, but the sitemaps, whose only content is the build's date; dates and times of day (the analysis
+notebook's execution times, its charts' ``<dc:date>``, inside inline SVG images too) are masked
+first, since an engine edit runs the notebook again. A page change that is meant
 (a new caption, an edited entry) updates it: ``python tests/test_site_unchanged.py``, and the diff
 of that file names every built file that changed.
 """
 
+import base64
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -16,9 +20,19 @@ SNAPSHOT = Path(__file__).parent / "snapshots" / "site.json"
 DATED = ("sitemap.xml", "sitemap.xml.gz")  # the build's date and nothing else
 
 
+TIMESTAMP = re.compile(rb"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?")
+SVG_IMAGE = re.compile(rb"(data:image/svg\+xml;base64,)([A-Za-z0-9+/=]+)")
+
+
+def undated(data: bytes) -> bytes:
+    """``data`` with every timestamp masked, in inline SVG images as well."""
+    data = SVG_IMAGE.sub(lambda m: m[1] + undated(base64.b64decode(m[2])), data)
+    return TIMESTAMP.sub(b"<timestamp>", data)
+
+
 def snapshot(site: Path) -> dict[str, str]:
-    """Every built file's path -> the hash of its bytes."""
-    return {p.relative_to(site).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+    """Every built file's path -> the hash of its bytes, timestamps masked."""
+    return {p.relative_to(site).as_posix(): hashlib.sha256(undated(p.read_bytes())).hexdigest()[:16]
             for p in sorted(site.rglob("*")) if p.is_file() and p.name not in DATED}
 
 
