@@ -1,5 +1,7 @@
-"""The notebook's settings, read from ``mkdocs.yml`` (``extra.notebook``) without MkDocs, so
-that ``build_results.py --check`` and the site agree on them: one setting, one place.
+"""The notebook's settings, read from ``mkdocs.yml`` (``extra.notebook``) by one function, ``of``,
+whether from the file without MkDocs (``build_results.py --check``) or from MkDocs' config (the
+site's macros), so that the two agree on them: one setting, one place. Which entries are drafts
+comes from their pages' front matter, read by the site's one reader (``site/frontmatter.py``).
 
 - ``gpu``: the reference GPU. The pages show its results, and its results must be fresh:
   ``--check`` and ``mkdocs build --strict`` fail on any that is stale, failed or missing.
@@ -15,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from .errors import NotebookError
+from .site import frontmatter
 
 
 class _Loader(yaml.SafeLoader):
@@ -32,15 +35,30 @@ class Settings:
 
 
 def read(root: Path) -> Settings:
+    """The settings in ``root/mkdocs.yml``, read without MkDocs."""
     path = root / "mkdocs.yml"
     try:
-        notebook = (yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {})["extra"]["notebook"]
+        config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise _unset(path.name, e) from None
+    return of(config, path.name)
+
+
+def of(config, where: str = "mkdocs.yml") -> Settings:
+    """The settings in a read config: mkdocs.yml's keys as a dict, or MkDocs' own config (the
+    site's macros); ``where`` names the file in an error."""
+    try:
+        notebook = config["extra"]["notebook"]
         gpu = notebook["gpu"]
-    except (OSError, yaml.YAMLError, KeyError, TypeError) as e:
-        raise NotebookError(f"{path.name}: no extra.notebook.gpu, the reference GPU ({type(e).__name__}: {e}); "
-                            "add it under `extra: notebook:`") from None
+    except (KeyError, TypeError) as e:
+        raise _unset(where, e) from None
     gpus = tuple(notebook.get("gpus") or [gpu])
     return Settings(gpu, gpus if gpu in gpus else (gpu, *gpus))
+
+
+def _unset(where: str, e: Exception) -> NotebookError:
+    return NotebookError(f"{where}: no extra.notebook.gpu, the reference GPU ({type(e).__name__}: {e}); "
+                         "add it under `extra: notebook:`")
 
 
 def drafts(root: Path) -> set[str]:
@@ -48,12 +66,10 @@ def drafts(root: Path) -> set[str]:
     are not yet required anywhere."""
     out = set()
     for page in (root / "docs").glob("*.md"):
-        text = page.read_text(encoding="utf-8")
-        if text.startswith("---"):
-            try:
-                meta = yaml.safe_load(text.split("---", 2)[1]) or {}
-            except yaml.YAMLError:
-                continue  # the site names the page's broken front matter
-            if isinstance(meta, dict) and meta.get("draft") is True:
-                out.add(page.stem)
+        try:
+            meta = frontmatter.read(page, f"docs/{page.name}")
+        except frontmatter.FrontMatterError:
+            continue  # the site names the page's broken front matter
+        if meta.get("draft") is True:
+            out.add(page.stem)
     return out

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from labnotebook.results.format import Timing
-from labnotebook.site import macros
+from labnotebook.site import claims, macros
 from labnotebook.site.claims import PICKS, Side
 from labnotebook.site.context import Context
 from labnotebook.site.views import Results
@@ -128,12 +128,12 @@ def falsify(call: Call, ga: str, gb: str):
     experiment_b, among, by = kw.get("experiment_b", experiment), kw.get("among", "kernel"), kw.get("by", "time")
 
     def perturb(results: Results):
-        first_a = macros._last(_Ctx(results), experiment, a)
-        first_b = macros._last(_Ctx(results), experiment_b, b)
+        first_a = claims._last(_Ctx(results), experiment, a)
+        first_b = claims._last(_Ctx(results), experiment_b, b)
         view_a, view_b = results.view(experiment, ga), results.view(experiment_b, gb)
-        pairs = macros._pairs(first_a, first_b, relation)
+        pairs = claims._pairs(first_a, first_b, relation)
         where = kw.get("cases") or ([kw["case"]] if "case" in kw else
-                                    macros._where_all_ran(view_a, view_b, pairs, relation, kw.get("case_b"), among))
+                                    claims._where_all_ran(view_a, view_b, pairs, relation, kw.get("case_b"), among))
         case = where[0]
         x, y = pairs[0]
         if relation == "one of":  # a row outside the names, made the fastest by far
@@ -156,7 +156,7 @@ def falsify(call: Call, ga: str, gb: str):
 
 
 class _Ctx:
-    """What ``macros._last`` reads of a context."""
+    """What ``claims._last`` reads of a context."""
 
     def __init__(self, results):
         self.results = results

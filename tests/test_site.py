@@ -13,10 +13,12 @@ import shutil
 
 import pytest
 
+from labnotebook import settings
+from labnotebook.errors import NotebookError
 from labnotebook.results.format import Check, Timing
 from labnotebook.results import noise
 from labnotebook.site import dashboard, fmt, frontmatter, macros, notebook, plots
-from site_support import H100, H200, collecting_context, STATES, fixture_project, record, rows
+from site_support import H100, H200, ROOT, collecting_context, STATES, fixture_project, record, rows
 
 STATE_WORDS = {"stale": "⚠ stale", "failed_headline": "⚠ failed", "failed_other": "⚠ run failed",
                "corrupt": "⚠ unreadable results", "missing": "⚠ no results"}
@@ -441,3 +443,48 @@ def test_a_stale_large_pass_shows_its_rows_marked(large_root):
                    for w in ctx.warnings)
     finally:
         store.write(saved)
+
+
+# -- what mkdocs-macros is given, and the settings it reads --------------------------------------------
+
+def test_every_macro_is_handed_to_mkdocs_macros():
+    """``define_env`` registers each function marked ``@macro`` under its name (and the contents),
+    bound to a context: a macro left out of the registry would be undefined on every page."""
+    from labnotebook.site.context import MACROS
+
+    marked = {name: fn for name, fn in vars(macros).items() if callable(fn) and hasattr(fn, "kind")}
+    exposed = {}
+
+    class Env:
+        conf = {"config_file_path": str(ROOT / "mkdocs.yml"), "docs_dir": str(ROOT / "docs"), "nav": [],
+                "extra": {"notebook": {"gpu": H100, "gpus": [H100, H200]}}}
+        page = None
+
+        def macro(self, fn, name):
+            exposed[name] = fn
+
+    macros.define_env(Env())
+    assert marked and set(exposed) == set(marked) | {"contents"} and set(MACROS) == set(marked)
+    assert all(exposed[name].__wrapped__ is fn for name, fn in marked.items())
+
+
+def test_the_site_and_check_read_the_settings_by_one_rule(tmp_path):
+    """MkDocs' config (``settings.of``, the site) and the file (``settings.read``, ``--check``) give
+    the same settings, and the same error for a missing key."""
+    assert settings.of({"extra": {"notebook": {"gpu": H200, "gpus": [H100]}}}) == settings.Settings(H200, (H200, H100))
+    (tmp_path / "mkdocs.yml").write_text("site_url: !ENV [X, y]\nextra: {notebook: {gpus: [x]}}\n")
+    with pytest.raises(NotebookError) as by_file:
+        settings.read(tmp_path)
+    with pytest.raises(NotebookError) as by_config:
+        settings.of({"extra": {"notebook": {"gpus": ["x"]}}})
+    assert str(by_file.value) == str(by_config.value) == (
+        "mkdocs.yml: no extra.notebook.gpu, the reference GPU (KeyError: 'gpu'); add it under `extra: notebook:`")
+
+
+def test_drafts_are_the_pages_whose_front_matter_says_so(tmp_path):
+    """Read by the site's front-matter reader; a page whose front matter is broken is the site's to name."""
+    (tmp_path / "docs").mkdir()
+    for name, text in (("a", "---\ndraft: true\n---\n"), ("b", "---\ndraft: false\n---\n"), ("c", "no front matter"),
+                       ("d", "---\n[broken\n---\n"), ("e", "---\n- a list\n---\n")):
+        (tmp_path / "docs" / f"{name}.md").write_text(text)
+    assert settings.drafts(tmp_path) == {"a"}

@@ -1,7 +1,8 @@
 """The little a macro needs to know besides its arguments, and the one rule every macro follows.
 
 A macro is a plain function ``fn(ctx, *args)`` returning Markdown. ``@macro("block")`` or
-``@macro("inline")`` gives it the rule: a ``Problem`` it meets (stale, failed, missing or
+``@macro("inline")`` registers it (``MACROS``, which ``macros.define_env`` hands to mkdocs-macros)
+and gives it the rule: a ``Problem`` it meets (stale, failed, missing or
 unreadable results; a failed, skipped or never-timed row; a row that does not exist; a claim
 the data contradicts) becomes a visible marker where the number would be, and a warning naming
 the page and the macro call, so ``mkdocs build --strict`` fails while ``mkdocs serve`` still
@@ -23,6 +24,8 @@ from . import markers
 from .views import Problem, Results, View
 
 log = logging.getLogger("mkdocs.plugins.labnotebook")
+
+MACROS: dict[str, Callable[..., str]] = {}  # every function marked ``@macro``, by name, in the order defined
 
 
 @dataclass
@@ -126,8 +129,8 @@ def describe(name: str, args: tuple, kwargs: dict) -> str:
 
 
 def macro(kind: str):
-    """Mark ``fn(ctx, ...)`` as a macro: a block (tables, charts, boxes) or inline (a figure or
-    phrase inside a sentence). See the module's docstring for what that promises."""
+    """Mark ``fn(ctx, ...)`` as a macro, and register it: a block (tables, charts, boxes) or inline
+    (a figure or phrase inside a sentence). See the module's docstring for what that promises."""
     assert kind in ("block", "inline")
 
     def decorate(fn):
@@ -146,6 +149,7 @@ def macro(kind: str):
             return out
 
         run.kind = kind
+        MACROS[fn.__name__] = run
         return run
 
     return decorate

@@ -201,3 +201,21 @@ def large_pass_cost(ctx: Context, gpu: str) -> str:
     return (f" The cases of {fmt.superscripts('2^31')} elements and more run in a pass of their own "
             f"(`python build_results.py --large`), not counted above: {fmt.sig(sum(r.wall_s for _, r in timed), 3)} s "
             f"more ({each}).")
+
+
+def results_provenance(ctx: Context) -> str:
+    """Per GPU, the dates and commits of the runs the site's published numbers come from."""
+    lines = []
+    for g in ctx.gpus:
+        records = [ctx.view(e, g, note=False).record for e in ctx.published]
+        records = [r for r in records if r is not None and r.provenance]
+        commits = sorted({r.provenance.git_commit[:10] for r in records if r.provenance.git_commit})
+        dates = sorted(r.provenance.date[:10] for r in records)
+        if not records:
+            lines.append(f"- **{cell(g)}**: no results yet.")
+            continue
+        span = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
+        lines.append(f"- **{cell(g)}**: {len(records)} of {len(ctx.published)} entries, measured "
+                     f"{span} at commit{'s' if len(commits) > 1 else ''} "
+                     + ", ".join(f"`{c}`" for c in commits) + ".")
+    return "\n".join(lines) + "\n"

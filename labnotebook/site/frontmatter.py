@@ -1,4 +1,6 @@
-"""Pages' front matter: read it, check it, and list the entries from it.
+"""Pages' front matter: read it, check it, and list the entries from it. The one reader of it:
+the hooks and macros use it, and ``settings.drafts`` (``--check``, without MkDocs) too, so it
+imports nothing of MkDocs.
 
 Every page needs a ``title``. An *entry* (a page under ``Entries`` in the nav) also needs
 ``date``, ``topic`` and ``summary``, and may say ``draft: true`` while it has no results. A

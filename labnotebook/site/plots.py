@@ -19,7 +19,8 @@ from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from ..results import metrics
 from ..results.format import Row
-from . import fmt
+from . import fmt, tables
+from .fmt import cell
 from .views import Problem, View
 from .style import INK, MIN_FONT, STYLE
 from .tables import Note, note_failure
@@ -204,6 +205,15 @@ def ceiling_chart(entries: list[tuple[str, dict[str, float | None]]], gpus: list
         ax.set_xlabel("% of the copy bandwidth measured in the same run")
         ax.legend(loc="upper right", ncol=1)
         return _svg(fig)
+
+
+def undrawn(missing: list[tuple[str, str, str]]) -> str:
+    """Under a chart, what it could not draw, per GPU, and why (the table or page says more)."""
+    by_gpu: dict[str, list[str]] = {}
+    for what, gpu, why in missing:
+        by_gpu.setdefault(gpu, []).append(f"{cell(what)} ({cell(why)})")
+    return "".join(f'\n\n<p class="nb-problem">⚠ Not drawn for the {tables.short(g)}: {", ".join(items)}.</p>\n'
+                   for g, items in by_gpu.items())
 
 
 def _fitted(label: str, width: int = 28) -> str:

@@ -36,6 +36,11 @@ def table(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
+def indent(text: str) -> str:
+    """Text as the body of an admonition or a collapsible box: four spaces before each line."""
+    return "\n".join("    " + line if line else line for line in text.splitlines())
+
+
 def note_failure(view: View, row: Row, note: Note) -> None:
     """A row that failed (not as declared) is a problem wherever a table shows it."""
     if row.status == "failed":
