@@ -39,7 +39,7 @@ from .workers import Workers
 
 class Build:
     """One invocation of ``build_results.py``: the experiments to run and where their results go.
-    ``processes`` has its workers, for whoever stops the build to kill."""
+    Whoever stops the build kills its workers through ``processes`` (``Processes.stop``)."""
 
     def __init__(self, root: Path, store: Store, console: Console, options: Options):
         self.root, self.store, self.console, self.options = root, store, console, options
