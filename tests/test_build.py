@@ -323,17 +323,24 @@ def test_a_profile_session_that_dies_fails_that_experiment_alone_and_a_new_one_p
     from rich.console import Console
 
     from labnotebook.build import ncu as profile
-    from labnotebook.build.orchestrate import Build, Options
+    from labnotebook.build.plan import Options
+    from labnotebook.build.processes import Processes
+    from labnotebook.build.profiling import Profiling
+    from labnotebook.build.records import Recorder
+    from labnotebook.build.workers import Workers
+    from labnotebook.results.freshness import CurrentKeys
 
     script = tmp_path / "worker.py"
     script.write_text(DYING_WORKER)
     monkeypatch.setattr(profile, "command", lambda worker, report: [sys.executable, str(script), *worker])
-    build = Build(tmp_path, Store(tmp_path / "results"), Console(file=io.StringIO()), Options())
-    build.cubin_cache = tmp_path
+    console, keys = Console(file=io.StringIO()), CurrentKeys(tmp_path)
+    workers = Workers(tmp_path, Processes(), tmp_path, [0], console)
+    recorder = Recorder(Store(tmp_path / "results"), console, keys, Options(), GPU)
+    profiling = Profiling(workers, recorder, keys, console, [0], ncu_version=None)
     for name in "abc":
-        build.profile_later(name, Record(experiment=name, title=name, gpu=GPU, provenance=None, rows=[], status="ok"), 0)
-    monkeypatch.setattr(Build, "time_limit", lambda self, name: 60)
-    results = build.profile_session(["a", "b", "c"], 0)
+        profiling.later(name, Record(experiment=name, title=name, gpu=GPU, provenance=None, rows=[], status="ok"), 0)
+    monkeypatch.setattr(Profiling, "time_limit", lambda self, name: 60)
+    results = profiling.session(["a", "b", "c"], 0)
     assert [results[n][0].status for n in "abc"] == ["ok", "failed", "ok"]
     assert results["b"][0].reason == "the worker did not finish under ncu: Segmentation fault in b"
     # Each one's seconds: its own part and a share of its session's start-up.

@@ -7,14 +7,17 @@ import time
 from pathlib import Path
 
 from labnotebook.run.forkserver import ForkServer
-from labnotebook.build.orchestrate import run_forked, start_server
+from labnotebook.build.processes import Processes
 
 from conftest import FAULTS, ROOT, copy_project
 from test_build import fake_env
 
 
+PROCESSES = Processes()
+
+
 def serve(root: Path, env: dict | None = None) -> ForkServer:
-    return ForkServer(root, {**os.environ, **(env or {})}, start_server)
+    return ForkServer(root, {**os.environ, **(env or {})}, PROCESSES.start_server)
 
 
 def test_each_worker_is_a_child_of_its_own_whose_lines_and_status_come_back(tmp_path):
@@ -22,7 +25,7 @@ def test_each_worker_is_a_child_of_its_own_whose_lines_and_status_come_back(tmp_
     results = {}
 
     def one(name):
-        results[name] = run_forked(server, [name, "--root", str(ROOT), "--out", str(tmp_path / f"{name}.json")],
+        results[name] = PROCESSES.run_forked(server, [name, "--root", str(ROOT), "--out", str(tmp_path / f"{name}.json")],
                                    60, relay=None)
     threads = [threading.Thread(target=one, args=(n,)) for n in ("nope", "nada")]
     for t in threads:
@@ -51,6 +54,6 @@ def test_a_worker_past_its_time_limit_is_killed_with_its_session_and_the_server_
     (pid, running), (same, ended) = seen
     assert running and not ended and pid == same and os.getsid(server.proc.pid) != pid
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
-    status, lines = run_forked(server, ["nope", "--root", str(project), "--out", str(tmp_path / "n.json")], 60, None)
+    status, lines = PROCESSES.run_forked(server, ["nope", "--root", str(project), "--out", str(tmp_path / "n.json")], 60, None)
     assert status == 2
     server.close()

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from labnotebook.build.orchestrate import newly_installed
+from labnotebook.build.plan import newly_installed
 from labnotebook.results.format import Check, Provenance, Record, Row
 from labnotebook.declare.experiment import Case, PhaseProgram, Tolerance
 from labnotebook.run.phases import measure

@@ -91,13 +91,13 @@ def test_a_job_pinned_to_a_gpu_that_is_not_there_is_refused():
 
 
 def test_each_gpu_gets_its_own_share_of_the_cores(monkeypatch):
-    from labnotebook.build import orchestrate
+    from labnotebook.build import workers
 
-    monkeypatch.setattr(orchestrate.draw, "cores", lambda: list(range(64)))
-    shares = orchestrate.share_cores([1, 2, 3])
+    monkeypatch.setattr(workers.draw, "cores", lambda: list(range(64)))
+    shares = workers.share_cores([1, 2, 3])
     assert [len(v) for v in shares.values()] == [21, 21, 21]
     assert not set(shares[1]) & set(shares[2]) and not set(shares[2]) & set(shares[3])
-    env = orchestrate.worker_env(2, shares[2])
+    env = workers.worker_env(2, shares[2])
     assert env["CUDA_VISIBLE_DEVICES"] == "2" and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     assert env["NOTEBOOK_CPUS"].split(",")[0] == str(shares[2][0])
 

@@ -26,7 +26,9 @@ from .. import settings
 from ..results.audit import findings, load_error
 from ..results.rekey import rekey
 from ..results.freshness import CurrentKeys, Stored
-from .orchestrate import Build, Options, kill_workers, print_outcomes
+from .orchestrate import Build
+from .plan import LARGE, MAIN, Options, Part
+from .report import print_outcomes
 from ..run.device import gpus_from_smi
 from ..results.store import CEILINGS, Store
 from ..results.summary import print_summary
@@ -137,29 +139,29 @@ def main(argv: list[str] | None = None) -> int:
             selected = {n: f for n, f in selected.items() if n not in left_out}
         if (args.kernel or args.case) and len(selected) != 1:
             raise NotebookError("--kernel and --case need one experiment: add --only NAME")
-        options = Options(force=args.force, sanitize=not args.no_sanitize, profile=not args.no_profile,
-                          kernels=args.kernel, cases=args.case, large=args.large,
-                          dry_run=bool(args.dry_run or args.kernel or args.case))
+        dry_run, part = bool(args.dry_run or args.kernel or args.case), LARGE if args.large else MAIN
         try:
-            gpu, options.gpus = require_gpus(args.gpus)
+            gpu, gpus = require_gpus(args.gpus)
         except NoGPUError:
-            if not (args.force or options.dry_run) and all_fresh(root, store, selected, options.part):
+            if not (args.force or dry_run) and all_fresh(root, store, selected, part):
                 names = ", ".join(selected) if args.only else "every experiment"
                 console.print(f"{names}: up to date on {', '.join(sorted({g for n in selected for g in store.gpus(n)}))}"
                               "; nothing to run (no GPU needed)")
                 return 2 if broken else 0
             raise
+        options = Options(gpus=gpus, force=args.force, sanitize=not args.no_sanitize, profile=not args.no_profile,
+                          kernels=args.kernel, cases=args.case, dry_run=dry_run, part=part)
         build = Build(root, store, console, options)
         signal.signal(signal.SIGTERM, _interrupted)
         try:
-            outcomes = build.run(gpu, selected)
+            outcomes, wall_s = build.run(gpu, selected)
         except KeyboardInterrupt:
             print("error: interrupted; the experiments that finished kept their results, the rest "
                   "are untouched", file=sys.stderr)
             return 130
         finally:
-            kill_workers()  # whatever ended the build, no worker outlives it
-        print_outcomes(console, gpu + (" (the large pass)" if args.large else ""), outcomes, build.wall_s)
+            build.processes.stop()  # whatever ended the build, no worker outlives it
+        print_outcomes(console, gpu + part.title, outcomes, wall_s)
         return 1 if broken or any(o.state == "failed" for o in outcomes) else 0
     except NotebookError as e:
         print(f"error: {e}", file=sys.stderr)  # one plain line: no markup, no wrapping
@@ -197,16 +199,16 @@ def require_gpus(spec: str) -> tuple[str, list[int]]:
     return models[0], indices
 
 
-def all_fresh(root: Path, store: Store, selected: dict[str, Path], part: str = "main") -> bool:
+def all_fresh(root: Path, store: Store, selected: dict[str, Path], part: Part = MAIN) -> bool:
     """Whether every selected experiment has results of the pass, all fresh, on every GPU it has
-    any for, and (for the main pass, which times) those GPUs' ceilings are fresh too (a run would
-    measure them again otherwise)."""
+    any for, and (for a pass that times) those GPUs' ceilings are fresh too (a run would measure
+    them again otherwise)."""
     keys = CurrentKeys(root)
     for name in selected:
-        if part not in keys[name].parts:
+        if part.name not in keys[name].parts:
             continue
         gpus = store.gpus(name)
-        wanted = [(name, part)] + ([(CEILINGS, "main")] if part == "main" else [])
+        wanted = [(name, part.name)] + ([(CEILINGS, MAIN.name)] if part.timed else [])
         if not gpus or any(Stored.read(store, n, g, keys, p).state != "fresh" for g in gpus for n, p in wanted):
             return False
     return True

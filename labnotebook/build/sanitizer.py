@@ -1,6 +1,6 @@
 """compute-sanitizer: the command for one tool, and what its output says, per kernel.
 
-Each tool runs as its own job (see ``orchestrate.py``): a worker in ``--verify-only`` mode under the
+Each tool runs as its own job (see ``sanitizing.py``): a worker in ``--verify-only`` mode under the
 tool, at the experiment's edge cases, verified but not timed, no baselines. Errors are
 attributed to a kernel by the ``at <function>+0x...`` frames the sanitizer prints.
 """

@@ -1,0 +1,93 @@
+"""The compute-sanitizer pass over a verified run: one untimed job per tool, each a worker in
+``--verify-only`` mode under the tool (``sanitizer.py`` has the command and reads its output),
+and, once the last is back, the tools' verdicts in the record and the pass's seconds in its
+phases."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from ..declare.experiment import Experiment
+from ..results.format import Record, Verdict
+from ..results.store import read_json
+from .sanitizer import NO_SHARED_MEMORY, TOOLS, applies, command, parse
+from .schedule import Job
+from .workers import Workers
+
+Report = dict[str, dict[str, Verdict]]  # {kernel: {tool: verdict}}
+
+
+class Sanitizing:
+    """The pass, for each verified run; ``enabled`` off (``--no-sanitize``, or no
+    compute-sanitizer on this machine): no tool runs and the record has no sanitizer report."""
+
+    def __init__(self, workers: Workers, enabled: bool):
+        self.workers, self.enabled = workers, enabled
+
+    def jobs(self, name: str, exp: Experiment, record: Record, run_estimate_s: float,
+             then: Callable[[], list[Job]]) -> list[Job]:
+        """One job per tool over ``record``'s CUDA kernels (each estimated at a quarter of the
+        timed run's ``run_estimate_s``); ``then()`` once the last is back (at once, where no tool
+        has anything to check), its follow-ups theirs."""
+        functions = {info.function: k for k, info in record.kernels.items() if info.language == "cuda"}
+        # Python-DSL kernels only: no sanitizer frame would name them, so the tools could tell nothing.
+        tools = TOOLS if self.enabled and functions else ()
+        report: Report = {k: {} for k in functions.values()}
+        # Each tool over the kernels it has something to check in (racecheck: shared memory);
+        # the others get a verdict that says why not, and a tool with none left does not run.
+        scopes: dict[str, dict[str, str]] = {}
+        for tool in tools:
+            scopes[tool] = {f: k for f, k in functions.items()
+                            if applies(tool, record.kernels[k], (r.launch for r in record.rows if r.name == k and r.launch))}
+            for k in set(functions.values()) - set(scopes[tool].values()):
+                report[k][tool] = NO_SHARED_MEMORY
+        left = {t for t in tools if scopes[t]}
+        finished: dict[str, Job] = {}  # each tool's job, for when it ran (phases_s)
+
+        def done(tool: str, job: Job | None = None) -> list[Job]:
+            left.discard(tool)
+            if job:
+                finished[tool] = job
+            if left:
+                return []
+            ran = [finished[t] for t in tools if t in finished]
+            if ran:  # the tools run side by side: the pass took from the first start to the last end
+                record.phases_s["sanitizer"] = round(max(j.ended for j in ran) - min(j.started for j in ran), 2)
+            if tools:
+                record.sanitizer = {k: {t: report[k][t] for t in TOOLS} for k in report}
+            return then()
+
+        jobs = [self.job(name, exp, tool, scopes[tool], len(functions), report, done, run_estimate_s / 4)
+                for tool in tools if scopes[tool]]
+        return jobs or done("")
+
+    def job(self, name: str, exp: Experiment, tool: str, functions: dict[str, str], of: int, report: Report,
+            done: Callable[[str, Job], list[Job]], estimate_s: float) -> Job:
+        """``tool`` over the kernels ``functions`` names ({CUDA function: kernel}), ``of`` the
+        experiment's CUDA kernels: the worker runs those alone where they are fewer."""
+        only = [] if len(functions) == of else ["--kernel", *functions.values()]
+
+        def run(g: int):
+            with tempfile.TemporaryDirectory(prefix="notebook-sanitize-") as tmp:
+                out = Path(tmp) / "r.json"
+                worker = self.workers.command(name, ["--verify-only", "--out", str(out), *only])
+                status, lines = self.workers.run_quietly(command(tool, worker), g, exp.time_limit_s)
+                finished = status is not None and out.exists() and "format" in read_json(out)
+            if status is None:
+                return {k: Verdict(None, f"timed out after {exp.time_limit_s} s") for k in functions.values()}
+            if not finished:  # the worker itself failed under the tool: nothing it ran can be called clean
+                last = next((ln for ln in reversed(lines) if ln.strip() and not ln.startswith("=")), "no output")
+                return {k: Verdict(None, f"the worker did not finish under {tool}: {last}")
+                        for k in functions.values()}
+            return parse("\n".join(lines), functions)
+
+        def then(result):
+            verdicts = result if isinstance(result, dict) else \
+                {k: Verdict(None, f"the sanitizer job failed: {result}") for k in functions.values()}
+            for kernel, v in verdicts.items():
+                report[kernel][tool] = v
+            return done(tool, job)
+        job = Job(f"{name}: {tool}", run, timed=False, estimate_s=estimate_s, then=then)
+        return job
