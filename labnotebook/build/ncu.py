@@ -1,6 +1,6 @@
 """Nsight Compute: the command for the profile pass, and what its report says, per kernel.
 
-The pass is one ncu session per GPU over every experiment to profile (see ``orchestrate.py``),
+The pass is one ncu session per GPU over every experiment to profile (see ``profiling.py``),
 on a GPU of its own: a worker in ``--profile`` mode (``run/profiled.py``) under ``ncu``, which
 launches every kernel and GPU baseline once at its profile case, each inside a numbered NVTX
 range. ncu prints one CSV row per kernel launch (``--page raw``, base units) with the range it

@@ -4,7 +4,7 @@ The worker measures and this module judges. A run fails when any row failed (a w
 error in a launch, a library call or the experiment's own host code), when a kernel declared as
 an expected failure passed everywhere (sphinx-gallery's rule: it must fail), or when the
 compute-sanitizer found anything in a kernel that is not an expected failure. A failed run never
-replaces the last good results (``orchestrate.py`` writes ``<gpu>.failure.json`` instead), and
+replaces the last good results (``build/records.py`` writes ``<gpu>.failure.json`` instead), and
 neither does a run that could only skip, for want of a module or toolchain on this machine, what
 the last results verified (unless forced).
 """

@@ -99,7 +99,7 @@ def _child(argv: list[str], log: str) -> None:
 
 # -- the build's side --------------------------------------------------------------------------
 class Child:
-    """A forked worker, as ``orchestrate.kill_workers`` sees it: a process group to kill."""
+    """A forked worker, as ``build.processes.Processes.stop`` sees it: a process group to kill."""
 
     def __init__(self, pid: int):
         self.pid = pid
@@ -107,7 +107,7 @@ class Child:
 
 class ForkServer:
     """One GPU's server: ``run`` forks a worker from it, relays its lines and waits for it.
-    ``start`` starts the server's process (orchestrate's, so that a stopping build kills it)."""
+    ``start`` starts the server's process (``Processes.start_server``, so that a stopping build kills it)."""
 
     def __init__(self, cwd: Path, env: dict[str, str], start: Callable):
         # --root: only so that the server and its children can be told apart by their command line
