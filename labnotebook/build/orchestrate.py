@@ -611,7 +611,7 @@ def _result(result) -> tuple[Record | None, str | None]:
 
 def newly_installed(record: Record) -> list[str]:
     """Modules that were missing when ``record`` was made and can be imported now."""
-    from ..run.execute import module_installed
+    from ..run.host_code import module_installed
 
     missing = {r.missing_module for r in record.rows if r.missing_module}
     return sorted(m for m in missing if module_installed(m))
