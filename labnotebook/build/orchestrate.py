@@ -40,6 +40,7 @@ from ..run.forkserver import Child, ForkServer
 from ..results.freshness import CurrentKeys, Stored
 from ..results.keys import Key
 from ..results.format import ProfilePass, Record, Verdict
+from ..results.rows import CHECKED, KernelRow, RunRow
 from ..run import draw
 from ..declare.experiment import Experiment
 from .sanitizer import NO_SHARED_MEMORY, TOOLS, applies, command, parse, sanitizer_path
@@ -359,7 +360,8 @@ class Build:
         scopes: dict[str, dict[str, str]] = {}
         for tool in tools:
             scopes[tool] = {f: k for f, k in functions.items()
-                            if applies(tool, record.kernels[k], (r.launch for r in record.rows if r.name == k and r.launch))}
+                            if applies(tool, record.kernels[k], (r.launch for r in record.rows
+                                                                   if isinstance(r, KernelRow) and r.name == k and r.launch))}
             for k in set(functions.values()) - set(scopes[tool].values()):
                 report[k][tool] = NO_SHARED_MEMORY
         left = {t for t in tools if scopes[t]}
@@ -613,7 +615,7 @@ def newly_installed(record: Record) -> list[str]:
     """Modules that were missing when ``record`` was made and can be imported now."""
     from ..run.host_code import module_installed
 
-    missing = {r.missing_module for r in record.rows if r.missing_module}
+    missing = {r.missing_module for r in record.rows if isinstance(r, RunRow) and r.missing_module}
     return sorted(m for m in missing if module_installed(m))
 
 
@@ -626,8 +628,8 @@ def print_rows(console: Console, record: Record) -> None:
         pct = metrics.pct_of_ceiling(r, record)
         table.add_row(escape(r.case), escape(r.name), r.status if not r.error else f"{r.status}: {escape(r.error)}",
                       f"{r.time.median_ms:.4f} ms" if r.time else "", f"{value:,.1f} {unit}" if value else "",
-                      f"{pct:.1f}%" if pct else "", f"{r.check.bound_ratio:.2g}" if r.check else "",
-                      f"{r.verify_s:.2f} s" if r.verify_s is not None else "")
+                      f"{pct:.1f}%" if pct else "", f"{r.check.bound_ratio:.2g}" if isinstance(r, CHECKED) and r.check else "",
+                      f"{r.verify_s:.2f} s" if isinstance(r, RunRow) and r.verify_s is not None else "")
     console.print(table)
 
 

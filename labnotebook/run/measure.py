@@ -9,13 +9,13 @@ PyTorch, NumPy arrays for CPU baselines).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Mapping
 
 import numpy as np
 
 from ..declare.experiment import Case, Tolerances, Unavailable, Unsupported, tolerance_at
-from ..results.format import Check, Row
+from ..results.rows import BaselineRow, Check, KernelRow, RunRow
 from . import protocol
 from . import reference as references
 from .case_arrays import CaseArrays
@@ -57,13 +57,20 @@ class CaseSetup:
     phase: Callable[[str], ContextManager]  # the clock for a phase at this case
 
 
-def measure(runner: Runner, r: Runnable, at: CaseSetup, time_it: bool) -> Row:
+def runnable_row(r: Runnable, base: dict, **fields) -> RunRow:
+    """``r``'s row at a case (``base``: the case's fields): a KernelRow, or a BaselineRow that
+    says where it ran."""
+    if r.kind == "baseline":
+        return BaselineRow(name=r.name, device=r.device, **base, **fields)
+    return KernelRow(name=r.name, **base, **fields)
+
+
+def measure(runner: Runner, r: Runnable, at: CaseSetup, time_it: bool) -> RunRow:
     """Set up, poison, run once, verify, and (when ``time_it``) time one kernel or baseline."""
-    row = Row(kind=r.kind, name=r.name, status="ok", **{**at.base, "timed": time_it},
-              device=r.device if r.kind == "baseline" else None)
+    row = runnable_row(r, {**at.base, "timed": time_it}, status="ok")
     unmet = runner.unavailable or runner.missing(r.requires)
     if unmet:
-        return _update(row, **unmet)
+        return replace(row, **unmet)
     ins, outs = at.arrays.arrays(r.library)
     try:
         go = r.make(at.case, ins, outs)
@@ -71,18 +78,19 @@ def measure(runner: Runner, r: Runnable, at: CaseSetup, time_it: bool) -> Row:
         return _skipped(row, e, r.library)
     except Exception as e:
         runner.check_context(f"{r.kind} {r.name}")
-        return _update(row, status="failed", error=_describe_error(e, r.what))
+        return replace(row, status="failed", error=_describe_error(e, r.what))
     if isinstance(go, CudaLaunch):
-        row.launch = go.shape
+        row = replace(row, launch=go.shape)
     # Large outputs on the GPU are checked and digested there (not under a sanitizer, whose
     # report must hold our kernels alone, and not without torch).
     gpu_views = r.device == "gpu" and runner.gpu_checks and module_installed("torch")
     try:
         def fetch(returned) -> Outputs:
+            nonlocal row
             if r.device == "gpu":
                 runner.context.synchronize()  # PyTorch shares this (primary) context and its default stream
             outputs = at.arrays.fetch(r.device, returned, gpu_views)
-            row.digest = _digest(runner, outputs)  # now: timing runs it again, over the same buffers
+            row = replace(row, digest=_digest(runner, outputs))  # now: timing runs it again, over the same buffers
             return outputs
 
         def time():
@@ -94,12 +102,12 @@ def measure(runner: Runner, r: Runnable, at: CaseSetup, time_it: bool) -> Row:
         return _skipped(row, e, r.library)
     except protocol.StepFailed as e:
         runner.check_context(f"{r.kind} {r.name}" if e.step == "the first run" else f"timing {r.kind} {r.name}")
-        return _update(row, status="failed", error=_describe_error(e.cause, e.step))
+        return replace(row, status="failed", error=_describe_error(e.cause, e.step))
     except CaseError as e:
-        return _update(row, status="failed", error=str(e))
+        return replace(row, status="failed", error=str(e))
     except (ValueError, KeyError) as e:  # outputs of the wrong shape, or missing
-        return _update(row, status="failed", error=f"verification: {type(e).__name__}: {e}")
-    return _update(row, check=measured.check, status=measured.status, error=measured.error,
+        return replace(row, status="failed", error=f"verification: {type(e).__name__}: {e}")
+    return replace(row, check=measured.check, status=measured.status, error=measured.error,
                    verify_s=measured.verify_s, time=measured.time)
 
 
@@ -140,15 +148,9 @@ def _digest(runner: Runner, outputs: Outputs) -> str | None:
         return None
 
 
-def _update(row: Row, **fields) -> Row:
-    for k, v in fields.items():
-        setattr(row, k, v)
-    return row
-
-
-def _skipped(row: Row, e: Unsupported, library: str) -> Row:
+def _skipped(row: RunRow, e: Unsupported, library: str) -> RunRow:
     """A declared skip: a case the kernel does not take (Unsupported), or a machine that cannot run it."""
-    return _update(row, status="skipped", error=f"unsupported: {e}" if library == "cuda" else str(e),
+    return replace(row, status="skipped", error=f"unsupported: {e}" if library == "cuda" else str(e),
                    unavailable=isinstance(e, Unavailable))
 
 

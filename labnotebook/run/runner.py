@@ -14,6 +14,7 @@ import numpy as np
 from ..declare.experiment import Case, Experiment, Kernel, Launch, PythonKernel
 from ..errors import ExperimentError, NotebookError
 from ..results.format import KernelInfo, Resources, Row
+from ..results.rows import KernelRow, RunRow, TransferRow
 from . import phases
 from . import protocol
 from . import reference as references
@@ -23,7 +24,7 @@ from .compile import compile_cubin, target
 from .device import open_context
 from .host_code import CaseError, host_call, load_module, module_installed
 from .launch import CudaLaunch, cuda_launch
-from .measure import CaseSetup, Runnable, measure, verify
+from .measure import CaseSetup, Runnable, measure, runnable_row, verify
 from .protocol.timing import GpuTimer
 
 
@@ -150,8 +151,7 @@ class Runner:
         runnables = self.runnables()
 
         def failed(error: str) -> list[Row]:
-            return [Row(kind=r.kind, name=r.name, status="failed", error=error,
-                        device=r.device if r.kind == "baseline" else None, **base) for r in runnables]
+            return [runnable_row(r, base, status="failed", error=error) for r in runnables]
         arrays = None
         with phase("inputs"):
             try:
@@ -179,8 +179,8 @@ class Runner:
             for r in runnables:
                 time_it = timed and (r.timed_cases is None or case.name in r.timed_cases)
                 if timed and not time_it and r.kind == "kernel":
-                    row = Row(kind=r.kind, name=r.name, status="skipped", **base,
-                              error=f"not run at {case.name} (timed at {', '.join(r.timed_cases)})")
+                    row = KernelRow(name=r.name, status="skipped", **base,
+                                    error=f"not run at {case.name} (timed at {', '.join(r.timed_cases)})")
                 else:
                     with phase("baselines" if r.kind == "baseline" else "verify"):
                         row = measure(self, r, at, time_it)
@@ -199,13 +199,13 @@ class Runner:
         """The case's reference on the host and its outputs' shapes (``reference.on_host``)."""
         return references.on_host(self.exp, case, inputs, keep)
 
-    def transfer_rows(self, arrays: CaseArrays, base: dict) -> list[Row]:
+    def transfer_rows(self, arrays: CaseArrays, base: dict) -> list[TransferRow]:
         """The case's host<->device copies, as rows of their own."""
         times = self.timer.copies(arrays.inputs, {k: a.gpudata for k, a in arrays.dev_in.items()},
                                   arrays.host_out, {k: a.gpudata for k, a in arrays.dev_out.items()})
         moved = {"h2d": arrays.inputs, "d2h": arrays.host_out}
-        return [Row(kind="transfer", name=name, status="ok", memory="pageable", time=t,
-                    **{**base, "bytes": sum(a.nbytes for a in moved[name].values()), "intensity": None})
+        return [TransferRow(name=name, status="ok", memory="pageable", time=t,
+                            **{**base, "bytes": sum(a.nbytes for a in moved[name].values()), "intensity": None})
                 for name, t in times.items()]
 
     def check_context(self, where: str) -> None:
@@ -216,7 +216,7 @@ class Runner:
         except self.cuda.Error as e:
             raise FatalCudaError(f"{where} left the CUDA context unusable: {e}")
 
-    def log_row(self, i: int, r: Row) -> None:
+    def log_row(self, i: int, r: RunRow) -> None:
         shown = f" {r.time.median_ms:.4f} ms" if r.time else ""
         checked = f"  (verified in {r.verify_s:.2f} s)" if r.verify_s and r.verify_s >= 0.5 else ""
         self.log(f"{r.case:>18}  {r.name:<24} {r.status:<8}{shown}{checked}"

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..results import metrics, noise
 from ..declare.experiment import Kernel
 from ..results.store import CEILINGS
+from ..results.rows import CHECKED, BaselineRow
 from . import claims, dashboard as board, fmt, frontmatter, markers, plots, profile_tables, tables
 from .claims import Side
 from .context import Context, macro
@@ -281,7 +282,7 @@ def _roof_points(ctx, gpu) -> tuple[list[plots.RoofPoint], list[tuple[str, str, 
             profiled = view.record.profile.profiles.get(name) if view.record.profile else None
             case = profiled.case if profiled and profiled.main else exp.profile_case(name)
             row = view.record.row(name, case) if case else None
-            if row is None or row.device == "cpu" or not row.intensity and row.ok:
+            if row is None or isinstance(row, BaselineRow) and row.device == "cpu" or not row.intensity and row.ok:
                 continue  # not on the GPU, or declares no arithmetic intensity: not a roofline point
             if not row.ok or not row.time:
                 missing.append((f"{experiment} · {name}", gpu, "skipped" if row.status == "skipped" else
@@ -358,7 +359,7 @@ def value(ctx, experiment, kernel, case, what="median", gpu=None, among="kernel"
                                     "of the copy bandwidth", experiment)
         return fmt.percent(pct)
     if what == "max_error":
-        if not row.ok or row.check is None:
+        if not row.ok or not isinstance(row, CHECKED) or row.check is None:
             raise Problem("row failed" if row.status == "failed" else "absent",
                           f"{experiment}/{row.name} at {case} has no verified output ({row.status})", experiment)
         return fmt.sig(row.check.max_abs_err, 2)
