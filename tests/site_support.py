@@ -159,13 +159,15 @@ On every GPU:
 
 def row(name: str, case: str, median: float | None = 0.01, kind: str = "kernel", status: str = "ok",
         error: str | None = None, timed: bool = True):
-    from labnotebook.results.format import Check, Row, Timing
+    from labnotebook.results.format import Check, Timing
+    from labnotebook.results.rows import ROW_KINDS
     n = {"small": 1000, "2^20": 1 << 20, "one": 1}[case]
     time = (Timing(median, median * 0.9, median * 1.1, median * 0.8, median * 1.2, 100)
             if status == "ok" and timed and median else None)
     check = Check(0.0, 0.0, 0, n, 0.0, 0.0, 0.0) if status == "ok" else None
-    return Row(kind=kind, name=name, case=case, params={"n": n}, status=status, timed=timed, error=error,
-               bytes=8 * n, time=time, check=check, device="gpu" if kind == "baseline" else None)
+    where = {"device": "gpu"} if kind == "baseline" else {}
+    return ROW_KINDS[kind](name=name, case=case, params={"n": n}, status=status, timed=timed, error=error,
+                           bytes=8 * n, time=time, check=check, **where)
 
 
 def rows(kernel_ms: float = 0.008, torch_ms: float = 0.010, failed: tuple[str, str] | None = None):

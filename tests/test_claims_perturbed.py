@@ -90,9 +90,12 @@ def evaluate(root, shared, call: Call, perturb=None) -> tuple[str, list[str]]:
 
 def scale(results: Results, experiment: str, gpu: str, name: str, case: str, k: float) -> None:
     """Every time of one row multiplied by ``k``."""
-    row = results.view(experiment, gpu).record.row(name, case)
+    record = results.view(experiment, gpu).record
+    row = record.row(name, case)
     t = row.time
-    row.time = Timing(t.median_ms * k, t.q10_ms * k, t.q90_ms * k, t.min_ms * k, t.max_ms * k, t.reps)
+    faster = dataclasses.replace(row, time=Timing(t.median_ms * k, t.q10_ms * k, t.q90_ms * k, t.min_ms * k,
+                                                  t.max_ms * k, t.reps))
+    record.rows = [faster if r is row else r for r in record.rows]
 
 
 def read_by(side: Side) -> list[str]:
@@ -272,6 +275,7 @@ def test_a_chart_marks_each_row_and_gpu_it_could_not_draw(root, shared, call):
     def fail_a_row(results):
         record = results.view("softmax", H100).record
         row = record.row("1_naive", "8192x8192")
-        row.status, row.time, row.error = "failed", None, "wrong answer"
+        failed = dataclasses.replace(row, status="failed", time=None, error="wrong answer")
+        record.rows = [failed if r is row else r for r in record.rows]
     failed, _ = evaluate(root, shared, call, fail_a_row)
     assert re.search(r"Not drawn for the H100: [^<]*softmax · 1&#95;naive \((failed|row failed)\)", failed), failed[-600:]

@@ -8,7 +8,8 @@ import pytest
 from labnotebook.build import cli
 from labnotebook.errors import NoGPUError, NotebookError
 from labnotebook.results.freshness import CurrentKeys
-from labnotebook.results.format import Provenance, Record, Row, Timing
+from labnotebook.results.format import Provenance, Record, Timing
+from labnotebook.results.rows import KernelRow
 from labnotebook.results.store import Store
 
 from conftest import FAULTS, copy_project, run_cli
@@ -17,8 +18,8 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 
 def fresh_record(root, name, gpu=H100):
-    row = Row(kind="kernel", name="1_skips_last", case="small", params={"n": 1000}, status="ok", timed=True,
-              bytes=12_000, time=Timing(0.01, 0.009, 0.011, 0.008, 0.012, 100))
+    row = KernelRow(name="1_skips_last", case="small", params={"n": 1000}, status="ok", timed=True,
+                    bytes=12_000, time=Timing(0.01, 0.009, 0.011, 0.008, 0.012, 100))
     return Record(experiment=name, title="t", gpu=gpu, provenance=Provenance(gpu=gpu, date="2026-11-21T00:00:00"),
                   rows=[row], status="ok", source_hash=CurrentKeys(root)[name].digest, sources=CurrentKeys(root)[name].files)
 
@@ -185,8 +186,8 @@ def test_check_asks_for_the_large_pass_where_an_experiment_has_one(checked):
     assert "! wrong_answer on NVIDIA H200: large pass missing" in proc.stdout
     for gpu in (H100, "NVIDIA H200"):
         large = fresh_record(checked, "wrong_answer", gpu)
-        large.part, large.rows = "large", [Row(kind="kernel", name="1_skips_last", case="2^31",
-                                               params={"n": 1 << 31}, status="ok", timed=False)]
+        large.part, large.rows = "large", [KernelRow(name="1_skips_last", case="2^31",
+                                                     params={"n": 1 << 31}, status="ok", timed=False)]
         store.write(large)
     proc = run_cli("--check", root=checked)
     assert proc.returncode == 0 and "large" not in proc.stdout, proc.stdout

@@ -21,7 +21,7 @@ from labnotebook import Case, Experiment, Kernel, Launch, PythonKernel, Toleranc
 from labnotebook.errors import ExperimentError
 from labnotebook.declare.discover import experiment_folders, global_functions, load
 from labnotebook.declare.experiment import tolerance_at
-from labnotebook.run.execute import InvalidLaunch, launch_dims
+from labnotebook.run.launch import InvalidLaunch, launch_dims
 from labnotebook.run.protocol.verify import compare
 from labnotebook.run.tma import TensorMap
 

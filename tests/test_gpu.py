@@ -15,6 +15,7 @@ import pytest
 from labnotebook.declare.discover import experiment_folders, load
 from labnotebook.build.policy import judge
 from labnotebook.results.format import Provenance, Record
+from labnotebook.results.rows import RunRow
 from labnotebook.results.store import Store
 
 from conftest import FAULTS, ROOT, copy_project, run_cli
@@ -155,7 +156,7 @@ def test_the_fast_loop_prints_one_kernel_at_one_case_and_writes_nothing(fault_pr
 def test_engine_timing_agrees_with_triton_do_bench(name, kernel, case):
     """An independent clock on the same launch: triton.testing.do_bench's median within 5%."""
     triton_testing = pytest.importorskip("triton.testing")
-    from labnotebook.run.execute import Runner
+    from labnotebook.run.runner import Runner
 
     exp = load(FOLDERS[name])
     case_ = next(c for c in exp.cases if c.name == case)
@@ -166,7 +167,7 @@ def test_engine_timing_agrees_with_triton_do_bench(name, kernel, case):
         inputs = exp.inputs(case_, np.random.default_rng(0))
         buffers = {k: runner.cuda.to_device(v) for k, v in inputs.items()}
         buffers.update({k: runner.cuda.mem_alloc(next(iter(inputs.values())).nbytes) for k in exp.outputs})
-        go = runner._launcher(exp.kernel(kernel), exp.kernel(kernel).launch(case_), buffers)
+        go = runner.launcher(exp.kernel(kernel), exp.kernel(kernel).launch(case_), buffers)
         ours = runner.timer.time(go).median_ms
         theirs = triton_testing.do_bench(go, warmup=25, rep=100, return_mode="median")
     finally:
@@ -180,7 +181,7 @@ def test_a_flush_of_twice_the_l2_is_as_good_as_do_bench_s_256_mib():
     kernel on an H100: 16.6 against 15.5 us flushed, as launch and ramp-up dominate; so this
     checks the flush against do_bench's, not against none.)"""
     from labnotebook.declare.experiment import Case
-    from labnotebook.run.execute import Runner
+    from labnotebook.run.runner import Runner
     from labnotebook.run.protocol.timing import GpuTimer
 
     exp = load(FOLDERS["vec_add"])
@@ -192,7 +193,7 @@ def test_a_flush_of_twice_the_l2_is_as_good_as_do_bench_s_256_mib():
         inputs = exp.inputs(case, np.random.default_rng(0))
         buffers = {k: runner.cuda.to_device(v) for k, v in inputs.items()}
         buffers["c"] = runner.cuda.mem_alloc(inputs["a"].nbytes)
-        go = runner._launcher(exp.kernel("2_add_float4"), exp.kernel("2_add_float4").launch(case), buffers)
+        go = runner.launcher(exp.kernel("2_add_float4"), exp.kernel("2_add_float4").launch(case), buffers)
         ours = runner.timer.time(go).median_ms
         big = GpuTimer(runner.cuda, runner.device)
         big.flush_bytes, big.flush_buffer = 256 << 20, runner.cuda.mem_alloc(256 << 20)
@@ -256,7 +257,7 @@ def test_a_large_output_the_gpu_proves_is_never_copied_to_the_host():
     pytest.importorskip("torch")
     from labnotebook.declare.experiment import Tolerance
     from labnotebook.run.device import open_context
-    from labnotebook.run.execute import CaseArrays
+    from labnotebook.run.case_arrays import CaseArrays
     from labnotebook.run.outputs import Outputs
     from labnotebook.run.protocol.verify import GPU_CHECK_MIN, verify_outputs, within_on_gpu
 
@@ -327,5 +328,6 @@ def test_a_large_case_s_reference_is_computed_on_the_gpu_and_never_on_the_host()
     record = judge(exp, run_experiment(exp, FOLDERS["vec_add"], ROOT, None, log=lambda line: None,
                                        measure_ceiling=False, cases=[case], edge_cases=[], large_cases=[]))
     assert record.status == "ok", record.problems
-    assert {r.name for r in record.rows if r.status == "ok" and r.check} >= {"2_add_float4", "numpy", "torch"}
+    assert {r.name for r in record.rows if r.status == "ok" and isinstance(r, RunRow) and r.check} >= \
+        {"2_add_float4", "numpy", "torch"}
     assert set(called_with) == {"torch"}, called_with

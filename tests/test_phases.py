@@ -5,7 +5,8 @@ import os
 import numpy as np
 
 from labnotebook.build.plan import newly_installed
-from labnotebook.results.format import Check, Provenance, Record, Row
+from labnotebook.results.format import Check, Provenance, Record
+from labnotebook.results.rows import KernelRow
 from labnotebook.declare.experiment import Case, PhaseProgram, Tolerance
 from labnotebook.run.phases import measure
 from labnotebook.run.protocol.verify import compare
@@ -59,8 +60,8 @@ def test_a_crashing_program_is_one_failed_row(tmp_path):
 
 
 def test_a_module_missing_then_installed_triggers_a_rerun():
-    rows = [Row(kind="kernel", name=f"k{i}", case="1", params={}, status="skipped", timed=True, unavailable=True,
-                missing_module=m) for i, m in enumerate(["numpy", "no_such_module_anywhere"])]
+    rows = [KernelRow(name=f"k{i}", case="1", params={}, status="skipped", timed=True, unavailable=True,
+                      missing_module=m) for i, m in enumerate(["numpy", "no_such_module_anywhere"])]
     record = Record(experiment="x", title="x", gpu="g", provenance=Provenance(gpu="g", date="d"), rows=rows,
                     status="ok")
     assert newly_installed(record) == ["numpy"]

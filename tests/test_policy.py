@@ -1,10 +1,13 @@
 """The failure policy: expected failures must fail, failed rows fail the run, sanitizer findings count."""
 
+import dataclasses
+
 import numpy as np
 
 from labnotebook import Experiment, Kernel, Launch, Tolerance
 from labnotebook.build.policy import judge, sanitizer_findings
-from labnotebook.results.format import Provenance, Record, Row, Verdict
+from labnotebook.results.format import Provenance, Record, Verdict
+from labnotebook.results.rows import KernelRow
 
 
 def experiment(expected=None):
@@ -16,8 +19,8 @@ def experiment(expected=None):
 
 
 def record(*statuses):
-    rows = [Row(kind="kernel", name=name, case=f"c{i}", params={}, status=s, timed=True,
-                error="wrong answer" if s == "failed" else None)
+    rows = [KernelRow(name=name, case=f"c{i}", params={}, status=s, timed=True,
+                      error="wrong answer" if s == "failed" else None)
             for i, s in enumerate(statuses) for name in ("1_a", "2_b")]
     return Record(experiment="t", title="t", gpu="g", provenance=Provenance(gpu="g", date="d"), rows=rows,
                   status="ok")
@@ -30,7 +33,7 @@ def test_a_failed_row_fails_the_run_naming_kernel_and_case():
 
 def test_an_expected_failure_that_fails_is_xfail_and_the_run_passes():
     r = record("ok")
-    r.rows[1].status = "failed"
+    r.rows[1] = dataclasses.replace(r.rows[1], status="failed")
     judged = judge(experiment("by design"), r)
     assert judged.status == "ok" and judged.rows[1].status == "xfail"
 

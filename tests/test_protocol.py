@@ -15,13 +15,13 @@ def launch(case):
     return Launch(grid=(cdiv(case.n, 256),), block=(256,), args=("a", "b", "c", np.int32(case.n)))
 
 
-def ladder_runner(root):
-    """A runner on the pretend GPU for a ladder of three rungs over the same buffers: right, one
-    element short (the fake's ``add_skip_last``), and writing nothing (its ``noop``)."""
-    from labnotebook.run.execute import Runner
+def ladder_runner(root, only):
+    """A runner on the pretend GPU, for ``only`` of a ladder of three rungs over the same buffers:
+    right, one element short (the fake's ``add_skip_last``), and writing nothing (its ``noop``)."""
+    from labnotebook.run.runner import Runner
 
     folder = root / "snippets" / "ladder"
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     kernels = {"1_add": "add", "2_skips_last": "add_skip_last", "3_writes_nothing": "noop"}
     for stem, function in kernels.items():
         # The pretend nvcc reads only the name; the pretend GPU runs tests/fakegpu/kernels.py's.
@@ -32,7 +32,7 @@ def ladder_runner(root):
                                                               for k in "ab"},
                      reference=lambda a, b: {"c": a.astype(np.float64) + b}, outputs={"c": np.float32},
                      tolerance=Tolerance(atol=0.0, rtol=2.0**-24), name="ladder")
-    runner = Runner(exp, folder, root, log=lambda line: None)
+    runner = Runner(exp, folder, root, log=lambda line: None, only=only)
     runner.compile(root / "build")
     return runner
 
@@ -41,14 +41,11 @@ def test_outputs_are_poisoned_before_every_first_run(fake_gpu, tmp_path):
     """Device memory comes back uncleared, so an element a kernel never writes may hold the right
     answer already: an earlier run's, in a buffer reused, or the rung before's, in the case's
     own buffers. Only the poison makes it fail."""
-    runner = ladder_runner(tmp_path)
-    runner.only = {"1_add"}
-    assert [r.status for r in runner.run_case(SMALL, timed=True)] == ["ok"]
-    runner.only = {"3_writes_nothing"}  # the same case again: its buffers reused, c as 1_add left it
-    [nothing] = runner.run_case(SMALL, timed=True)
+    assert [r.status for r in ladder_runner(tmp_path, {"1_add"}).run_case(SMALL, timed=True)] == ["ok"]
+    # The same case again: its buffers reused, c as 1_add left it.
+    [nothing] = ladder_runner(tmp_path, {"3_writes_nothing"}).run_case(SMALL, timed=True)
     assert nothing.status == "failed" and "c: 1000 of 1000 elements wrong" in nothing.error
-    runner.only = {"1_add", "2_skips_last"}
-    right, short = runner.run_case(SMALL, timed=True)
+    right, short = ladder_runner(tmp_path, {"1_add", "2_skips_last"}).run_case(SMALL, timed=True)
     assert right.status == "ok" and right.time
     assert short.status == "failed" and "c: 1 of 1000 elements wrong; worst at index [999]" in short.error
 

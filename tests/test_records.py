@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from labnotebook.results.format import FORMAT, VERSION, KernelProfile, Profile, ProfilePass, migrate
-from labnotebook.results.store import Store, read_json, read_record
+from labnotebook.results.format import FORMAT, VERSION, KernelProfile, Profile, ProfilePass
+from labnotebook.results.migrations import migrate
+from labnotebook.results.store import Store, read_json, read_record, write_json
 
 V1 = Path(__file__).parent / "fixtures" / "results-v1"
 V2 = Path(__file__).parent / "fixtures" / "results-v2"
 V3 = Path(__file__).parent / "fixtures" / "results-v3"
 FILES = sorted(V1.glob("*/*.json"))
+RESULTS = sorted((Path(__file__).parent.parent / "results").glob("*/*.json"))
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.parent.name for p in FILES])
@@ -45,6 +47,13 @@ def test_a_migrated_record_round_trips_in_the_current_format(path, tmp_path):
     written = store.write(record)
     assert json.loads(written.read_text())["format"] == FORMAT
     assert store.read(record.experiment, record.gpu) == record
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=[f"{p.parent.name}/{p.name}" for p in RESULTS])
+def test_every_results_file_reads_and_writes_back_to_the_same_bytes(path, tmp_path):
+    """Each row read as its kind's type and written back gives the file it came from, byte for byte."""
+    write_json(tmp_path / path.name, read_record(path).to_json())
+    assert (tmp_path / path.name).read_bytes() == path.read_bytes()
 
 
 def test_migrations_reach_the_current_version_from_every_older_one():

@@ -16,6 +16,7 @@ import pytest
 from labnotebook import settings
 from labnotebook.errors import NotebookError
 from labnotebook.results.format import Check, Timing
+from labnotebook.results.rows import TransferRow
 from labnotebook.results import noise
 from labnotebook.site import dashboard, fmt, frontmatter, macros, notebook, plots
 from site_support import H100, H200, ROOT, collecting_context, STATES, fixture_project, record, rows
@@ -137,8 +138,10 @@ def test_edge_cases_are_markers_not_exceptions(ctx, call, word):
 
 
 def test_a_figure_a_row_does_not_have_is_a_marker(ctx):
-    copy = next(r for r in rows() if r.name == "torch" and r.case == "2^20")
-    copy.kind, copy.name = "transfer", "h2d"  # copies to the host have no share of the device copy bandwidth
+    torch = next(r for r in rows() if r.name == "torch" and r.case == "2^20")
+    # Copies to the host have no share of the device copy bandwidth.
+    copy = TransferRow(name="h2d", case=torch.case, params=torch.params, status=torch.status, timed=torch.timed,
+                       bytes=torch.bytes, time=torch.time)
     ctx.view("fresh").stored.record.rows.append(copy)
     assert "⚠ no such result" in macros.value(ctx, "fresh", "h2d", "2^20", "pct_ceiling")
     assert macros.value(ctx, "fresh", "h2d", "2^20", "throughput") == "839 GB/s"
@@ -381,7 +384,7 @@ def test_timing_spread_is_in_the_medians_unit():
 def large_root(tmp_path_factory):
     """The tiny experiment with a case of 2^31 elements, which runs in the large pass."""
     from labnotebook.results.freshness import CurrentKeys
-    from labnotebook.results.format import Row
+    from labnotebook.results.rows import KernelRow
     from labnotebook.results.store import Store
     from site_support import record as make_record
 
@@ -394,8 +397,8 @@ def large_root(tmp_path_factory):
     assert keys["big"].large_cases == ("2^31",)
     for gpu in (H100, H200):
         store.write(make_record("big", gpu, keys["big"].digest, rows()))
-    huge = [Row(kind="kernel", name="1_copy", case="2^31", params={"n": 1 << 31}, status="ok", timed=False,
-                check=Check(0.0, 0.0, 0, 1 << 31, 0.0, 0.0, 0.0))]
+    huge = [KernelRow(name="1_copy", case="2^31", params={"n": 1 << 31}, status="ok", timed=False,
+                      check=Check(0.0, 0.0, 0, 1 << 31, 0.0, 0.0, 0.0))]
     large = make_record("big", H100, keys["big"].digest, huge, part="large", profile=None)
     large.sources, large.wall_s = dict(keys["big"].files), 42.0
     store.write(large)

@@ -229,10 +229,11 @@ def test_a_declaration_that_does_not_load_fails_at_once_naming_the_experiment_no
 def scale(store: Store, experiment: str, gpu: str, name: str, factor: float, cases=None) -> None:
     """Make ``name``'s times ``factor`` times what they were (at ``cases``, or every case)."""
     record = store.read(experiment, gpu)
-    for row in record.rows:
-        if row.name == name and row.time and (cases is None or row.case in cases):
-            row.time = dataclasses.replace(row.time, **{f: getattr(row.time, f) * factor
-                                                        for f in ("median_ms", "q10_ms", "q90_ms", "min_ms", "max_ms")})
+    def scaled(row):
+        return dataclasses.replace(row, time=dataclasses.replace(row.time, **{
+            f: getattr(row.time, f) * factor for f in ("median_ms", "q10_ms", "q90_ms", "min_ms", "max_ms")}))
+    record.rows = [scaled(row) if row.name == name and row.time and (cases is None or row.case in cases) else row
+                   for row in record.rows]
     store.write(record)
 
 

@@ -9,7 +9,8 @@ import dataclasses
 import pytest
 
 from labnotebook.results.freshness import Stored
-from labnotebook.results.format import KernelProfile, Profile, ProfilePass, Row, Timing
+from labnotebook.results.format import KernelProfile, Profile, ProfilePass, Timing
+from labnotebook.results.rows import CeilingRow
 from labnotebook.site import dashboard, macros, profile_tables as profiles
 from labnotebook.site.context import Context
 from labnotebook.site.views import Results, View
@@ -164,8 +165,8 @@ def test_the_dashboard_names_each_headline_rows_limiter_on_the_notebooks_gpu(ctx
 def _roofs(root, gpu, with_fma=True):
     store = Store(root / "results")
     ceilings = store.read("ceilings", gpu)
-    fma = Row(kind="ceiling", name="fp32 fma", case="1056 blocks of 256 threads", params={}, status="ok", timed=True,
-              flops=60_000_000_000, time=Timing(1.0, 1.0, 1.0, 1.0, 1.0, 10))
+    fma = CeilingRow(name="fp32 fma", case="1056 blocks of 256 threads", params={}, status="ok", timed=True,
+                     flops=60_000_000_000, time=Timing(1.0, 1.0, 1.0, 1.0, 1.0, 10))
     ceilings.rows = [fma] if with_fma else []
     store.write(ceilings)
 

@@ -11,7 +11,8 @@ import time
 import pytest
 
 from labnotebook.errors import ResultsError
-from labnotebook.results.format import FORMAT, Check, Provenance, Record, Row
+from labnotebook.results.format import FORMAT, Check, Provenance, Record
+from labnotebook.results.rows import KernelRow
 from labnotebook.results.store import Store, gpu_slug, read_json, read_record, write_json
 
 GPU = "NVIDIA H100 80GB HBM3"
@@ -22,8 +23,7 @@ def record(**extra):
                   bound_ratio=math.inf)
     fields = {"experiment": "demo", "title": "Demo", "gpu": GPU, "status": "ok", "source_hash": "abc",
               "provenance": Provenance(gpu=GPU, date="2026-11-21T00:00:00+00:00"),
-              "rows": [Row(kind="kernel", name="k", case="1", params={}, status="failed", timed=False,
-                           check=check)]}
+              "rows": [KernelRow(name="k", case="1", params={}, status="failed", timed=False, check=check)]}
     return Record(**{**fields, **extra})
 
 

@@ -31,6 +31,7 @@ from .plan import LARGE, MAIN, Options, Part
 from .report import print_outcomes
 from ..run.device import gpus_from_smi
 from ..results.store import CEILINGS, Store
+from ..results.rows import RunRow
 from ..results.summary import print_summary
 
 # Lines whole and tables wide: a log (not a terminal) is read later, and grepped.
@@ -265,7 +266,7 @@ def list_experiments(root: Path, folders: dict[str, Path], store: Store) -> int:
 def state_text(stored: Stored) -> str:
     """The state, and what a reader would miss in fresh results: kernels this machine could not run."""
     record = stored.record if stored.state in ("fresh", "stale") else None
-    unavailable = {r.name: r.error for r in record.rows if r.unavailable} if record else {}
+    unavailable = {r.name: r.error for r in record.rows if isinstance(r, RunRow) and r.unavailable} if record else {}
     if not unavailable:
         return stored.state
     name, why = next(iter(unavailable.items()))

@@ -13,6 +13,7 @@ from ..errors import NotebookError
 from ..results.format import Record
 from ..results.freshness import CurrentKeys, Stored
 from ..results.keys import Key
+from ..results.rows import RunRow
 from ..results.store import Store
 
 
@@ -97,7 +98,7 @@ def plan(options: Options, keys: CurrentKeys, store: Store, gpu_name: str, selec
 
 def newly_installed(record: Record) -> list[str]:
     """Modules that were missing when ``record`` was made and can be imported now."""
-    from ..run.execute import module_installed
+    from ..run.host_code import module_installed
 
-    missing = {r.missing_module for r in record.rows if r.missing_module}
+    missing = {r.missing_module for r in record.rows if isinstance(r, RunRow) and r.missing_module}
     return sorted(m for m in missing if module_installed(m))

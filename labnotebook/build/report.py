@@ -11,6 +11,7 @@ from rich.table import Table
 
 from ..results import metrics
 from ..results.format import Record
+from ..results.rows import CHECKED, RunRow
 
 
 @dataclass
@@ -32,8 +33,8 @@ def print_rows(console: Console, record: Record) -> None:
         pct = metrics.pct_of_ceiling(r, record)
         table.add_row(escape(r.case), escape(r.name), r.status if not r.error else f"{r.status}: {escape(r.error)}",
                       f"{r.time.median_ms:.4f} ms" if r.time else "", f"{value:,.1f} {unit}" if value else "",
-                      f"{pct:.1f}%" if pct else "", f"{r.check.bound_ratio:.2g}" if r.check else "",
-                      f"{r.verify_s:.2f} s" if r.verify_s is not None else "")
+                      f"{pct:.1f}%" if pct else "", f"{r.check.bound_ratio:.2g}" if isinstance(r, CHECKED) and r.check else "",
+                      f"{r.verify_s:.2f} s" if isinstance(r, RunRow) and r.verify_s is not None else "")
     console.print(table)
 
 

@@ -11,6 +11,7 @@ from typing import Callable
 
 from ..declare.experiment import Experiment
 from ..results.format import Record, Verdict
+from ..results.rows import KernelRow
 from ..results.store import read_json
 from .sanitizer import NO_SHARED_MEMORY, TOOLS, applies, command, parse
 from .schedule import Job
@@ -40,7 +41,8 @@ class Sanitizing:
         scopes: dict[str, dict[str, str]] = {}
         for tool in tools:
             scopes[tool] = {f: k for f, k in functions.items()
-                            if applies(tool, record.kernels[k], (r.launch for r in record.rows if r.name == k and r.launch))}
+                            if applies(tool, record.kernels[k], (r.launch for r in record.rows
+                                                                   if isinstance(r, KernelRow) and r.name == k and r.launch))}
             for k in set(functions.values()) - set(scopes[tool].values()):
                 report[k][tool] = NO_SHARED_MEMORY
         left = {t for t in tools if scopes[t]}

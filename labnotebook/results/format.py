@@ -1,47 +1,26 @@
 """The results format: the one definition of what ``build_results.py`` writes and what the
 store, ``--summary``, the site and the analysis notebook read.
 
-A results file holds one ``Record``: an experiment's run on one GPU, with its ``Row``\\ s. Every
-field is documented where it is defined. Files carry ``FORMAT``; a file of an older version is
-brought up to date on load by ``migrate()`` (as asv's ``update_to_N`` do), so a format change
-never needs a GPU run. Writing always uses the current version.
-
-Format history:
-
-1. The first format (rows as plain dictionaries).
-2. ``Check.bound_ratio`` (how close a row came to failing), ``Row.verify_s`` (the cost of
-   verification), ``Provenance.device_index`` (which GPU of a node ran it),
-   ``Record.peak_host_bytes`` and ``KernelInfo.language`` for every kernel.
-3. ``Record.profile``: the Nsight Compute pass (``ProfilePass``), ``Provenance.ncu`` and
-   ``Row.intensity`` (where the roofline places a row); the ceilings add an ``fp32 fma`` row.
-4. Keys by what was measured (``labnotebook/results/keys.py``): ``Record.sources`` and
-   ``ProfilePass.sources``, the hash of each file of the key; ``source_hash`` is now their digest.
-5. What the refresh cost: ``Record.wall_s`` (the whole of it, the sanitizer and profile passes
-   included) and ``Record.phases_s`` (by ``REFRESH_PHASES``), in place of ``duration_s`` (the timed
-   worker's time alone, which a migrated file keeps as ``phases_s["timed run"]``).
-6. ``Record.part``: which pass made the record. The cases of 2^31 elements and more (``large_cases``)
-   run in a pass of their own, ``build_results.py --large``, into ``<gpu>.large.json``; a
-   file of format 5 or older is of the main pass (it may hold large cases' rows as well).
+A results file holds one ``Record``: an experiment's run on one GPU, with its rows (a subclass
+of ``Row`` per kind). Every field is documented where it is defined. Files carry ``FORMAT``; a
+file of an older version is brought up to date on load (``migrations.py``, which keeps the
+format's history), so a format change never needs a GPU run. Writing always uses the current
+version; ``codec.py`` reads and writes the JSON.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from ..errors import ResultsError
+# A record's rows and their parts: their types are rows.py's (a subclass of Row per kind), and
+# are read from here too, as the rest of the format is.
+from .rows import Check, LaunchShape, Row, Timing  # noqa: F401
 
 NAME = "labnotebook-results"
 VERSION = 7
 FORMAT = f"{NAME}/{VERSION}"
 
-Kind = Literal["kernel", "baseline", "transfer", "phase", "ceiling"]
-KINDS = ("kernel", "baseline", "transfer", "phase", "ceiling")
-# ok: verified (and timed, for a timed case); failed: wrong answer or an error, with ``error``;
-# xfail: failed as its declaration says it must; skipped: not run, with the reason in ``error``.
-Status = Literal["ok", "failed", "xfail", "skipped"]
-STATUSES = ("ok", "failed", "xfail", "skipped")
 # Which pass made a record: "main" (the timed and edge cases, sanitized and profiled:
 # ``build_results.py``) or "large" (the cases of 2^31 elements and more, verified only:
 # ``build_results.py --large``). A default refresh is the main pass; the large one needs up to
@@ -64,79 +43,6 @@ REFRESH_PHASES = {
     "profile": "the Nsight Compute pass",
     "timed run": "files of format 4 and older: the timed run's worker time, not broken down",
 }
-
-
-@dataclass(frozen=True)
-class Timing:
-    """CUDA-event (or host-clock, for CPU baselines) times of ``reps`` repetitions, in ms."""
-
-    median_ms: float
-    q10_ms: float
-    q90_ms: float
-    min_ms: float
-    max_ms: float
-    reps: int
-
-
-@dataclass(frozen=True)
-class Check:
-    """How an output compared with its float64 reference, element by element. Element ``i``
-    passes when ``|out - ref| <= atol + rtol * |ref|`` (non-finite references exactly)."""
-
-    max_abs_err: float
-    max_rel_err: float
-    mismatches: int
-    elements: int
-    atol: float
-    rtol: float
-    # The worst element's error over its own bound: 0 is exact, at most 1 passes, inf is a NaN
-    # or a non-finite mismatch. None in files of format 1, which did not record it.
-    bound_ratio: float | None = None
-
-
-@dataclass(frozen=True)
-class LaunchShape:
-    """The geometry a CUDA kernel was launched with at this case."""
-
-    grid: tuple[int, ...]
-    block: tuple[int, ...]
-    shared_bytes: int = 0
-
-
-@dataclass
-class Row:
-    """One thing measured at one case: a kernel, a baseline, a copy, a phase of a whole
-    program, or the copy ceiling."""
-
-    kind: Kind
-    name: str  # kernel name (the .cu file's stem), baseline name, "h2d"/"d2h", phase name
-    case: str  # the case's display name, unique within the experiment
-    params: dict[str, Any]  # the case's parameters (sizes, ...)
-    status: Status
-    timed: bool  # a timed case (False: an edge or large case, verified only)
-    error: str | None = None  # why it failed or was skipped
-    bytes: int | None = None  # bytes a perfect kernel moves at this case (read + written)
-    flops: int | None = None  # floating-point operations at this case
-    intensity: float | None = None  # flops per byte of the least traffic (the roofline's x)
-    time: Timing | None = None  # set for every timed row that verified
-    check: Check | None = None  # the worst output's comparison, where outputs were verified
-    verify_s: float | None = None  # seconds spent computing the reference and comparing
-    launch: LaunchShape | None = None  # CUDA kernels
-    digest: str | None = None  # of the output bytes (run/outputs.py): equal digests, identical outputs
-    device: Literal["gpu", "cpu"] | None = None  # baselines: where they ran (how they were timed)
-    unavailable: bool = False  # skipped because a module or GPU feature is missing here
-    missing_module: str | None = None  # that module, so the build re-runs once it is installed
-    memory: str | None = None  # transfers: the host memory they copy from ("pageable")
-    fresh_processes: int | None = None  # phases: how many fresh processes the medians are over
-    nvtx: bool | None = None  # phases: whether NVTX ranges were emitted
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-    @property
-    def median_ms(self) -> float | None:
-        return self.time.median_ms if self.time else None
 
 
 @dataclass(frozen=True)
@@ -363,156 +269,13 @@ class Record:
         return next((r for r in self.rows if r.name == name and r.case == case), None)
 
     def to_json(self) -> dict:
-        return {**_plain(self), "format": FORMAT}
+        from .codec import record_to_json  # which reads these types
+
+        return record_to_json(self)
 
     @classmethod
     def from_json(cls, data: dict, where: str = "a results file") -> "Record":
         """Build a Record from a file's contents of any known format version."""
-        try:
-            return _record(migrate(data, where))
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise ResultsError(f"{where} does not hold a valid results record ({type(e).__name__}: {e}); "
-                               f"restore it with `git checkout` or re-run build_results.py --force") from e
+        from .codec import record_from_json  # which reads these types
 
-
-# -- reading --------------------------------------------------------------------------------
-
-def _build(cls, data: dict, **nested):
-    """``cls(**data)``, refusing keys the class does not define (a typo is an error, not a
-    silently ignored field); ``nested`` converts named fields first."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(data) - names
-    if unknown:
-        raise TypeError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
-    values = {k: (nested[k](v) if k in nested and v is not None else v) for k, v in data.items()}
-    return cls(**values)
-
-
-def row_from_json(data: dict) -> Row:
-    row = _build(Row, data, time=lambda t: _build(Timing, t), check=lambda c: _build(Check, c),
-                 launch=lambda s: LaunchShape(tuple(s["grid"]), tuple(s["block"]), s.get("shared_bytes", 0)))
-    if row.kind not in KINDS or row.status not in STATUSES:
-        raise ValueError(f"row {row.name!r} at {row.case!r} has kind {row.kind!r}, status {row.status!r}")
-    return row
-
-
-def _record(data: dict) -> Record:
-    data = {k: v for k, v in data.items() if k != "format"}
-    if data.get("part", "main") not in PARTS:
-        raise ValueError(f"part {data['part']!r} is none of {', '.join(PARTS)}")
-    return _build(
-        Record, data,
-        provenance=lambda p: _build(Provenance, p),
-        rows=lambda rows: [row_from_json(r) for r in rows],
-        ceiling=lambda c: _build(Ceiling, c),
-        kernels=lambda ks: {n: _build(KernelInfo, k, resources=lambda r: _build(Resources, r))
-                            for n, k in ks.items()},
-        sanitizer=lambda s: {k: {t: _build(Verdict, v) for t, v in tools.items()} for k, tools in s.items()},
-        profile=profile_from_json,
-        machine=lambda m: _build(MachineKey, m),
-    )
-
-
-def profile_from_json(data: dict) -> ProfilePass:
-    def one(p: dict) -> Profile:
-        return _build(Profile, p, launches=lambda ls: [_build(KernelProfile, k) for k in ls])
-    return _build(ProfilePass, data, profiles=lambda ps: {n: one(p) for n, p in ps.items()})
-
-
-# -- writing ----------------------------------------------------------------------------------
-
-def _plain(value):
-    """Dataclasses as dictionaries, tuples as lists; optional fields left at their default
-    (None, False) are left out of rows, so files stay small and diffs readable."""
-    if dataclasses.is_dataclass(value):
-        out = {}
-        for f in dataclasses.fields(value):
-            v = getattr(value, f.name)
-            if isinstance(value, Row) and f.default is not dataclasses.MISSING and v == f.default:
-                continue
-            out[f.name] = _plain(v)
-        return out
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-# -- migrations -------------------------------------------------------------------------------
-
-def _v1_to_v2(data: dict) -> dict:
-    """Format 1 recorded no bound ratio, device index, verification time or peak memory, and
-    named a kernel's language only for Python-DSL kernels."""
-    for row in data.get("rows") or []:
-        check = row.get("check")
-        if check is not None:
-            # Recoverable where the bound does not depend on the reference: exact rows, and
-            # absolute-only tolerances. Elsewhere unknown, and the site shows the raw errors.
-            if check["max_abs_err"] == 0:
-                check["bound_ratio"] = 0.0
-            elif check.get("rtol") == 0 and check.get("atol", 0) > 0:
-                check["bound_ratio"] = check["max_abs_err"] / check["atol"]
-            else:
-                check["bound_ratio"] = None
-    for info in (data.get("kernels") or {}).values():
-        info.setdefault("language", "cuda")
-    if data.get("provenance") is not None:
-        data["provenance"].setdefault("device_index", None)
-    return data
-
-
-def _v2_to_v3(data: dict) -> dict:
-    """Format 3 only added fields (the profile pass, the ncu version), absent meaning none."""
-    return data
-
-
-def _v3_to_v4(data: dict) -> dict:
-    """Format 4 only added the per-file hashes of a key (absent: not recorded). Its digest is
-    computed otherwise than format 3's source hash, so a file of format 3 reads as stale."""
-    return data
-
-
-def _v4_to_v5(data: dict) -> dict:
-    """Format 5 records the whole refresh's wall time and its phases. Before it, only the timed
-    worker's time was kept; it stays, as that one phase, and the whole is unknown."""
-    duration = data.pop("duration_s", None)
-    data["wall_s"] = None
-    data["phases_s"] = {"timed run": duration} if duration is not None else {}
-    return data
-
-
-def _v5_to_v6(data: dict) -> dict:
-    """Format 6 names the pass that made a record; every earlier one was the only pass."""
-    data["part"] = "main"
-    return data
-
-
-def _v6_to_v7(data: dict) -> dict:
-    """Format 7 hashes a key's files by their meaning and records machine code; an older file's
-    hashes are of every file's bytes, and it has no machine code on record."""
-    data["key_rule"] = "text"
-    return data
-
-
-MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7}
-
-
-def version_of(data: dict) -> int | None:
-    fmt = data.get("format") if isinstance(data, dict) else None
-    name, _, number = str(fmt).partition("/")
-    return int(number) if name == NAME and number.isdigit() else None
-
-
-def migrate(data: dict, where: str = "a results file") -> dict:
-    """Bring a file's contents of any known format up to ``VERSION``."""
-    version = version_of(data)
-    if version is None or version > VERSION:
-        found = data.get("format") if isinstance(data, dict) else type(data).__name__
-        newer = " (newer than this notebook: update your checkout)" if version else ""
-        raise ResultsError(f"{where} has format {found!r}{newer}; this notebook reads {NAME}/1 to {FORMAT}; "
-                           "re-run build_results.py --force to rewrite it")
-    while version < VERSION:
-        data = MIGRATIONS[version](data)
-        version += 1
-    return data
+        return record_from_json(data, where)

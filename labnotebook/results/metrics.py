@@ -7,6 +7,7 @@ Used by ``--summary`` and by the site, so both always say the same thing about a
 from __future__ import annotations
 
 from .format import Provenance, Record, Resources, Row
+from .rows import BaselineRow, WorkRow
 
 
 def median_ms(row: Row | None) -> float | None:
@@ -18,7 +19,7 @@ def throughput(row: Row) -> tuple[float | None, str | None]:
     that declares both, as attention does for its roofline, is judged by its arithmetic), else
     GB/s where it moves bytes."""
     ms = median_ms(row)
-    if ms is None:
+    if ms is None or not isinstance(row, WorkRow):  # a phase of a program: no work declared
         return None, None
     if row.flops:
         return row.flops / (ms * 1e9), "TFLOP/s"
@@ -43,7 +44,7 @@ def pct_of_ceiling(row: Row, record: Record) -> float | None:
     that are not GPU memory traffic (copies to or from the host, CPU baselines)."""
     value, unit = throughput(row)
     ceiling = ceiling_gbs(record)
-    if unit != "GB/s" or not ceiling or row.kind == "transfer" or row.device == "cpu":
+    if unit != "GB/s" or not ceiling or row.kind == "transfer" or isinstance(row, BaselineRow) and row.device == "cpu":
         return None
     return 100.0 * value / ceiling
 

@@ -10,6 +10,7 @@ from typing import Iterator
 from . import metrics
 from .freshness import CurrentKeys, is_stale
 from .format import PARTS
+from .rows import CHECKED
 from .store import Store
 
 
@@ -25,7 +26,7 @@ def summary_lines(root: Path, store: Store) -> Iterator[dict]:
                 "median_ms": metrics.median_ms(row), "value": value, "unit": unit,
                 "pct_of_ceiling": metrics.pct_of_ceiling(row, record),
                 "verified": metrics.verified(row), "stale": stale,
-                "bound_ratio": row.check.bound_ratio if row.check else None,
+                "bound_ratio": row.check.bound_ratio if isinstance(row, CHECKED) and row.check else None,
                 "date": record.provenance.date, "pass": record.part,
             }
 

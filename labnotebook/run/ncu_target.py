@@ -29,7 +29,10 @@ from ..errors import NotebookError
 from ..declare.discover import load
 from ..declare.experiment import Case, Experiment, Kernel, Unsupported
 from . import protocol
-from .execute import CaseArrays, CaseError, FatalCudaError, Runnable, Runner, host_call, module_installed
+from .case_arrays import CaseArrays
+from .host_code import CaseError, host_call, module_installed
+from .measure import Runnable
+from .runner import FatalCudaError, Runner
 
 RANGE = "labnotebook.profile."  # + the launch's number in the session
 
@@ -64,8 +67,7 @@ def profile_launches(exp: Experiment, folder: Path, root: Path, cubin_cache: Pat
     and ``skipped`` ({name: why it has no profile})."""
     if not module_installed("nvtx"):
         raise NotebookError("the profile pass names each launch with an NVTX range: pip install nvtx")
-    runner = Runner(exp, folder, root, log=lambda line: None, cubin_cache=cubin_cache)
-    runner.only = only
+    runner = Runner(exp, folder, root, log=lambda line: None, cubin_cache=cubin_cache, only=only)
     account = {"ranges": {}, "cases": {}, "skipped": {}}
     try:
         with tempfile.TemporaryDirectory(prefix="notebook-cubin-", dir=cubin_cache) as build_dir:

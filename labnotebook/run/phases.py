@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..results.format import Row
+from ..results.rows import PhaseRow
 from ..declare.experiment import Case
 from .protocol.timing import stats
 
@@ -69,7 +70,7 @@ def measure(program, folder: Path, case: Case, inputs: dict, cubin_dir: Path, ve
     """Run ``program`` in ``program.repeats`` fresh processes; one row per phase, verified.
     ``verify(outputs)`` returns the outputs' ``(Check, status)``; ``base`` holds the case's row fields."""
     runs, checks = [], []
-    fields = {**base, "bytes": None, "flops": None, "intensity": None}
+    fields = {k: base[k] for k in ("case", "params", "timed")}
     with tempfile.TemporaryDirectory(prefix="notebook-phases-") as tmp:
         np.savez(Path(tmp) / "inputs.npz", **inputs)
         for i in range(program.repeats):
@@ -80,21 +81,21 @@ def measure(program, folder: Path, case: Case, inputs: dict, cubin_dir: Path, ve
                                        params, str(Path(tmp) / "inputs.npz"), str(cubin_dir), out],
                                       capture_output=True, text=True, env=env, timeout=TIME_LIMIT_S)
             except subprocess.TimeoutExpired:
-                return [Row(kind="phase", name=program.source, status="failed", **fields,
-                            error=f"the program ran past {TIME_LIMIT_S} s and was killed")]
+                return [PhaseRow(name=program.source, status="failed", **fields,
+                                 error=f"the program ran past {TIME_LIMIT_S} s and was killed")]
             if proc.returncode != 0:
                 last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                return [Row(kind="phase", name=program.source, status="failed", **fields,
-                            error=f"the program failed: {last}")]
+                return [PhaseRow(name=program.source, status="failed", **fields,
+                                 error=f"the program failed: {last}")]
             runs.append(json.loads(Path(out + ".json").read_text()))
             checks.append(verify(dict(np.load(out))))
     failed = next((c for c, status in checks if status != "ok"), None)
     rows = []
     for name in runs[0]["ms"]:
-        rows.append(Row(kind="phase", name=name, status="failed" if failed else "ok", **fields,
-                        check=failed or checks[0][0], fresh_processes=len(runs), nvtx=runs[0]["nvtx"],
-                        error="wrong answer in a fresh process" if failed else None,
-                        time=None if failed else stats([r["ms"][name] for r in runs])))
+        rows.append(PhaseRow(name=name, status="failed" if failed else "ok", **fields,
+                             check=failed or checks[0][0], fresh_processes=len(runs), nvtx=runs[0]["nvtx"],
+                             error="wrong answer in a fresh process" if failed else None,
+                             time=None if failed else stats([r["ms"][name] for r in runs])))
     return rows
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..results.format import Provenance, Record, Row
+from ..results.rows import CeilingRow
 from .compile import compile_cubin
 from .protocol.timing import GpuTimer
 
@@ -32,9 +33,9 @@ def fp32_fma_peak(cuda, timer, arch: str, sm_count: int, max_threads_per_sm: int
         timing = timer.time(lambda: fn(*args, grid=(blocks, 1, 1), block=(THREADS, 1, 1)))
     finally:
         out.free()
-    return Row(kind="ceiling", name="fp32 fma", case=f"{blocks} blocks of {THREADS} threads",
-               params={"device_index": device_index, "iterations": ITERATIONS, "chains": CHAINS},
-               status="ok", timed=True, flops=2 * CHAINS * ITERATIONS * blocks * THREADS, time=timing)
+    return CeilingRow(name="fp32 fma", case=f"{blocks} blocks of {THREADS} threads",
+                      params={"device_index": device_index, "iterations": ITERATIONS, "chains": CHAINS},
+                      status="ok", timed=True, flops=2 * CHAINS * ITERATIONS * blocks * THREADS, time=timing)
 
 
 def measure_ceiling() -> Record:
@@ -51,7 +52,7 @@ def measure_ceiling() -> Record:
                             info["device_index"])
     finally:
         context.pop()
-    row = Row(kind="ceiling", name="copy", case="1 GiB device-to-device", params={"device_index": info["device_index"]},
-              status="ok", timed=True, bytes=ceiling.bytes, time=timing)
+    row = CeilingRow(name="copy", case="1 GiB device-to-device", params={"device_index": info["device_index"]},
+                     status="ok", timed=True, bytes=ceiling.bytes, time=timing)
     return Record(experiment="ceilings", title="Measured ceilings", gpu=info["gpu"], provenance=Provenance(**info),
                   ceiling=ceiling, rows=[row, fma], status="ok")

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     args.experiment = args.experiment[0]
     try:
         if args.experiment == "ceilings":
-            from .execute import Clock
+            from .clock import Clock
             from .roofs import measure_ceiling
 
             clock = Clock()

@@ -17,6 +17,7 @@ from pathlib import Path
 from .. import settings
 from ..results import metrics, noise
 from ..declare.experiment import Kernel
+from ..results.rows import CHECKED
 from ..results.store import CEILINGS
 from . import claims, dashboard as board, entry_sources, fmt, frontmatter, plots, profile_tables, tables
 from .claims import Side
@@ -243,7 +244,7 @@ def value(ctx, experiment, kernel, case, what="median", gpu=None, among="kernel"
                                     "of the copy bandwidth", experiment)
         return fmt.percent(pct)
     if what == "max_error":
-        if not row.ok or row.check is None:
+        if not row.ok or not isinstance(row, CHECKED) or row.check is None:
             raise Problem("row failed" if row.status == "failed" else "absent",
                           f"{experiment}/{row.name} at {case} has no verified output ({row.status})", experiment)
         return fmt.sig(row.check.max_abs_err, 2)

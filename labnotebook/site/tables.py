@@ -10,6 +10,7 @@ from typing import Callable
 
 from ..results import metrics, noise
 from ..results.format import Record, Row
+from ..results.rows import CHECKED, KernelRow
 from . import fmt
 from .fmt import cell
 from .views import Problem, View
@@ -52,7 +53,7 @@ def verified(row: Row) -> str:
         return f'<abbr title="{cell(row.error or "")}">– skipped</abbr>'
     if row.status != "ok":
         return f"{STATUS_WORDS[row.status]}: {cell(row.error or '')}"
-    return f"✓ {fmt.error(row.check)}" if row.check else "–"
+    return f"✓ {fmt.error(row.check)}" if isinstance(row, CHECKED) and row.check else "–"
 
 
 def results_table(view: View, note: Note, cases: list[str] | None = None, names: list[str] | None = None,
@@ -192,7 +193,7 @@ def kernel_report(view: View) -> str:
     for name in sorted(record.kernels, key=fmt.rung_order):
         info, tools = record.kernels[name], sanitizer.get(name, {})
         verdict = sanitizer_verdict(tools)
-        launched = next((r.launch for r in record.rows if r.name == name and r.launch), None)
+        launched = next((r.launch for r in record.rows if isinstance(r, KernelRow) and r.name == name and r.launch), None)
         if info.resources is None or launched is None:  # Triton, cuTile: compiled at run time by their own compiler
             lines.append([f"`{name}`", "chosen by its compiler at run time", "–", "–", "–", "–", verdict])
             continue

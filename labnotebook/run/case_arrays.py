@@ -1,0 +1,126 @@
+"""One case's arrays: its inputs and outputs on the host, on the device (uploaded once), and as
+each library sees that device memory; poisoning the outputs before a run and fetching them
+after it."""
+
+from __future__ import annotations
+
+import sys
+from typing import Mapping
+
+import numpy as np
+
+from .outputs import Outputs, torch_view
+from .protocol import POISON_BYTE
+from .protocol.verify import GPU_CHECK_MIN, DeviceReference
+
+GPU_HEADROOM = 4 << 30  # device memory left free beside a reference uploaded for the GPU check
+
+
+def elements(value) -> int:
+    return value.numel() if hasattr(value, "numel") else int(np.prod(np.shape(value)))
+
+
+def as_numpy(value) -> np.ndarray:
+    if hasattr(value, "cpu"):  # torch tensors, on whatever device
+        value = value.detach().cpu().numpy()
+    elif hasattr(value, "get"):  # PyCUDA GPUArrays
+        value = value.get()
+    return np.asarray(value)
+
+
+class CaseArrays:
+    """One case's inputs and outputs: on the host, on the device (uploaded once), and as each
+    library sees the device memory (torch tensors are views of the same buffers, not copies)."""
+
+    def __init__(self, cuda, inputs: dict[str, np.ndarray], host_out: dict[str, np.ndarray] | None = None):
+        self.cuda, self.inputs = cuda, inputs
+        self.dev_in = {k: self._alloc(v) for k, v in inputs.items()}
+        self.host_out: dict[str, np.ndarray] = {}
+        self.dev_out: dict = {}
+        for k, v in inputs.items():
+            if v.nbytes:
+                cuda.memcpy_htod(self.dev_in[k].gpudata, np.ascontiguousarray(v))
+        self._torch: tuple[dict, dict] | None = None
+        self._reference_on_gpu: dict = {}  # output name -> its reference on the GPU, or None: no room
+        self.device_reference: DeviceReference | None = None  # one computed there, freed with the case
+        if host_out is not None:
+            self.add_outputs(host_out)
+
+    def _alloc(self, a: np.ndarray):  # one byte at least, so an empty array still has an address
+        from pycuda import gpuarray
+
+        return gpuarray.GPUArray(a.shape, a.dtype, gpudata=self.cuda.mem_alloc(max(a.nbytes, 1)))
+
+    def add_outputs(self, host_out: dict[str, np.ndarray]) -> None:
+        """The outputs, on the host and on the device, once their shapes are known."""
+        self.host_out = host_out
+        self.dev_out = {k: self._alloc(v) for k, v in host_out.items()}
+        self._torch = None
+
+    def arrays(self, library: str) -> tuple[dict, dict]:
+        if library == "numpy":
+            return self.inputs, self.host_out
+        if library in ("pycuda", "cuda"):
+            return self.dev_in, self.dev_out
+        if self._torch is None:
+            import torch
+
+            def view(a):
+                return torch.as_tensor(a, device="cuda") if a.size else torch.empty(a.shape, device="cuda")
+            self._torch = ({k: view(v) for k, v in self.dev_in.items()},
+                           {k: view(v) for k, v in self.dev_out.items()})
+        return self._torch
+
+    def reference_on_gpu(self, reference: Mapping[str, np.ndarray], name: str):
+        """``reference[name]`` as a torch tensor on the GPU: where it was computed there, or
+        uploaded once per case; None where that would not leave ``GPU_HEADROOM`` free."""
+        if isinstance(reference, DeviceReference):
+            return reference.tensors[name]
+        if name not in self._reference_on_gpu:
+            import torch
+
+            want = np.ascontiguousarray(reference[name])
+            free, _ = torch.cuda.mem_get_info()
+            self._reference_on_gpu[name] = torch.from_numpy(want).to("cuda") \
+                if want.nbytes + GPU_HEADROOM < free else None
+        return self._reference_on_gpu[name]
+
+    def poison(self, device: str) -> None:
+        if device == "cpu":
+            for a in self.host_out.values():
+                a.view(np.uint8).fill(POISON_BYTE)
+        else:
+            for a in self.dev_out.values():
+                if a.nbytes:
+                    self.cuda.memset_d8(a.gpudata, POISON_BYTE, a.nbytes)
+
+    def fetch(self, device: str, returned, on_gpu: bool) -> Outputs:
+        """The outputs: what the runnable returned as ``{name: array}``, else what it wrote in
+        place (a library call's own return value, the out= array, is ignored). Those on the
+        GPU stay there until read; with ``on_gpu``, each of ``GPU_CHECK_MIN`` elements or more
+        gets a torch view there, for the check and the digest."""
+        if isinstance(returned, Mapping):
+            views = {k: torch_view(v) for k, v in returned.items() if on_gpu and elements(v) >= GPU_CHECK_MIN}
+            return Outputs(returned, device=views, copy=lambda k: as_numpy(returned[k]))
+        if device == "cpu":
+            return Outputs(self.host_out, host=self.host_out)
+        views = {k: self.arrays("torch")[1][k] for k, a in self.dev_out.items() if on_gpu and a.size >= GPU_CHECK_MIN}
+
+        def copy(name: str) -> np.ndarray:
+            if self.dev_out[name].nbytes:
+                self.cuda.memcpy_dtoh(self.host_out[name], self.dev_out[name].gpudata)
+            return self.host_out[name]
+        return Outputs(self.host_out, device=views, copy=copy)
+
+    def free(self) -> None:
+        self._torch = None
+        self._reference_on_gpu = {}
+        if self.device_reference is not None:
+            self.device_reference.release()
+        if "torch" in sys.modules:  # what torch's allocator keeps, PyCUDA's next case may need
+            sys.modules["torch"].cuda.empty_cache()
+        for a in (*self.dev_in.values(), *self.dev_out.values()):
+            try:
+                a.gpudata.free()
+            except self.cuda.Error:
+                pass  # the context is already broken; the error that broke it is on its way up
