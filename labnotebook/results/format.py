@@ -3,9 +3,30 @@ store, ``--summary``, the site and the analysis notebook read.
 
 A results file holds one ``Record``: an experiment's run on one GPU, with its rows (a subclass
 of ``Row`` per kind). Every field is documented where it is defined. Files carry ``FORMAT``; a
-file of an older version is brought up to date on load (``migrations.py``, which keeps the
-format's history), so a format change never needs a GPU run. Writing always uses the current
+file of an older version is brought up to date on load (``migrations.py``), so a format change
+never needs a GPU run, and one that only adds optional fields needs no migration: a new field
+is its line here, its default, and a line in this history. Writing always uses the current
 version; ``codec.py`` reads and writes the JSON.
+
+Format history:
+
+1. The first format (rows as plain dictionaries).
+2. ``Check.bound_ratio`` (how close a row came to failing), ``RunRow.verify_s`` (the cost of
+   verification), ``Provenance.device_index`` (which GPU of a node ran it),
+   ``Record.peak_host_bytes`` and ``KernelInfo.language`` for every kernel.
+3. ``Record.profile``: the Nsight Compute pass (``ProfilePass``), ``Provenance.ncu`` and
+   ``WorkRow.intensity`` (where the roofline places a row); the ceilings add an ``fp32 fma`` row.
+4. Keys by what was measured (``labnotebook/results/keys.py``): ``Record.sources`` and
+   ``ProfilePass.sources``, the hash of each file of the key; ``source_hash`` is now their digest,
+   computed otherwise than format 3's source hash, so a file of format 3 reads as stale.
+5. What the refresh cost: ``Record.wall_s`` (the whole of it, the sanitizer and profile passes
+   included) and ``Record.phases_s`` (by ``REFRESH_PHASES``), in place of ``duration_s`` (the timed
+   worker's time alone, which a migrated file keeps as ``phases_s["timed run"]``).
+6. ``Record.part``: which pass made the record. The cases of 2^31 elements and more (``large_cases``)
+   run in a pass of their own, ``build_results.py --large``, into ``<gpu>.large.json``; a
+   file of format 5 or older is of the main pass (it may hold large cases' rows as well).
+7. Keys by meaning (``keys.RULE``) and machine code: ``Record.key_rule`` and ``Record.machine``;
+   an older file's hashes are of every file's bytes (``key_rule: "text"``).
 """
 
 from __future__ import annotations

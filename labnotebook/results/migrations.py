@@ -1,22 +1,7 @@
 """Bringing a results file of any older format up to the current one (``format.VERSION``) on
-load, as asv's ``update_to_N`` do, so that a format change never needs a GPU run.
-
-Format history:
-
-1. The first format (rows as plain dictionaries).
-2. ``Check.bound_ratio`` (how close a row came to failing), ``RunRow.verify_s`` (the cost of
-   verification), ``Provenance.device_index`` (which GPU of a node ran it),
-   ``Record.peak_host_bytes`` and ``KernelInfo.language`` for every kernel.
-3. ``Record.profile``: the Nsight Compute pass (``ProfilePass``), ``Provenance.ncu`` and
-   ``WorkRow.intensity`` (where the roofline places a row); the ceilings add an ``fp32 fma`` row.
-4. Keys by what was measured (``labnotebook/results/keys.py``): ``Record.sources`` and
-   ``ProfilePass.sources``, the hash of each file of the key; ``source_hash`` is now their digest.
-5. What the refresh cost: ``Record.wall_s`` (the whole of it, the sanitizer and profile passes
-   included) and ``Record.phases_s`` (by ``REFRESH_PHASES``), in place of ``duration_s`` (the timed
-   worker's time alone, which a migrated file keeps as ``phases_s["timed run"]``).
-6. ``Record.part``: which pass made the record. The cases of 2^31 elements and more (``large_cases``)
-   run in a pass of their own, ``build_results.py --large``, into ``<gpu>.large.json``; a
-   file of format 5 or older is of the main pass (it may hold large cases' rows as well).
+load, as asv's ``update_to_N`` do, so that a format change never needs a GPU run. A version
+that only adds optional fields (absent meaning: not recorded) needs no function here; the
+format's history is in ``format.py``, beside ``VERSION``.
 """
 
 from __future__ import annotations
@@ -46,17 +31,6 @@ def _v1_to_v2(data: dict) -> dict:
     return data
 
 
-def _v2_to_v3(data: dict) -> dict:
-    """Format 3 only added fields (the profile pass, the ncu version), absent meaning none."""
-    return data
-
-
-def _v3_to_v4(data: dict) -> dict:
-    """Format 4 only added the per-file hashes of a key (absent: not recorded). Its digest is
-    computed otherwise than format 3's source hash, so a file of format 3 reads as stale."""
-    return data
-
-
 def _v4_to_v5(data: dict) -> dict:
     """Format 5 records the whole refresh's wall time and its phases. Before it, only the timed
     worker's time was kept; it stays, as that one phase, and the whole is unknown."""
@@ -79,7 +53,8 @@ def _v6_to_v7(data: dict) -> dict:
     return data
 
 
-MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7}
+# The versions whose files need a change to read as the next one; any other only added fields.
+MIGRATIONS = {1: _v1_to_v2, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7}
 
 
 def version_of(data: dict) -> int | None:
@@ -97,6 +72,7 @@ def migrate(data: dict, where: str = "a results file") -> dict:
         raise ResultsError(f"{where} has format {found!r}{newer}; this notebook reads {NAME}/1 to {FORMAT}; "
                            "re-run build_results.py --force to rewrite it")
     while version < VERSION:
-        data = MIGRATIONS[version](data)
+        if version in MIGRATIONS:
+            data = MIGRATIONS[version](data)
         version += 1
     return data
