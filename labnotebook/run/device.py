@@ -14,6 +14,7 @@ import platform
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from ..errors import NoGPUError
 from .compile import nvcc_path
@@ -138,13 +139,17 @@ def describe(cuda, device) -> dict:
         "cublas": _cublas_version(),
         "python": platform.python_version(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "git_commit": os.environ.get("NOTEBOOK_GIT_COMMIT") or _git_commit(),
+        "git_commit": git_commit(),
     }
 
 
-def _git_commit() -> str | None:
+def git_commit(root: Path | None = None) -> str | None:
+    """The commit the tree at ``root`` (by default here) is at: ``NOTEBOOK_GIT_COMMIT`` where
+    set (a copy without its history), else git's ``HEAD``."""
+    if os.environ.get("NOTEBOOK_GIT_COMMIT"):
+        return os.environ["NOTEBOOK_GIT_COMMIT"]
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, cwd=root)
     except OSError:
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None

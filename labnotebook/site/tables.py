@@ -136,8 +136,12 @@ def provenance_line(record: Record) -> str:
 def when(record: Record) -> str:
     """The date and commit a record was measured at: "2026-11-23, commit `bf2db1e2c9`"."""
     p = record.provenance
-    commit = f", commit `{p.git_commit[:10]}`" if p and p.git_commit else ""
-    return f"{p.date[:10] if p else '?'}{commit}"
+    return dated(p.date, p.git_commit) if p else "?"
+
+
+def dated(date: str, commit: str | None) -> str:
+    """A date and the commit it goes with, as a caption says them."""
+    return f"{date[:10]}{f', commit `{commit[:10]}`' if commit else ''}"
 
 
 def caption(views: list[View]) -> str:
