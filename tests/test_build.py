@@ -3,6 +3,7 @@ GPUs, verification, the failure policy and the store, exactly as on a real one, 
 The same fault suite runs for real in test_gpu.py."""
 
 import os
+from datetime import datetime
 import shutil
 from pathlib import Path
 
@@ -111,6 +112,9 @@ def test_each_verified_kernel_is_profiled_at_its_case_under_ncu(built):
 
     assert good.profile.sources == CurrentKeys(project).profiler.files
     assert Stored.read(store, "good_add", GPU, CurrentKeys(project)).profile_state == "fresh"
+    # It says when it was taken, and at which commit: after its run, at the run's commit.
+    assert datetime.fromisoformat(good.profile.date) >= datetime.fromisoformat(good.provenance.date)
+    assert good.profile.git_commit == good.provenance.git_commit
 
 
 def without(tool: str, tmp: Path) -> dict:

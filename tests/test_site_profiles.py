@@ -35,6 +35,18 @@ def test_the_profile_table_names_each_limiter_and_what_warps_wait_on(ctx):
     assert "80.0% / 100%" in out and ctx.warnings == []
 
 
+def test_the_caption_says_when_and_at_which_commit_the_profile_was_taken_where_its_file_does(ctx):
+    stored = ctx.view("fresh").stored
+    kept = stored.record.profile
+    assert "*Profiled on NVIDIA H100 80GB HBM3, for the results measured" in macros.profile(ctx, "fresh")
+    stored.record.profile = dataclasses.replace(kept, date="2026-11-30T09:15:00+00:00", git_commit="0123456789abcdef")
+    try:
+        caption = macros.profile(ctx, "fresh").split("*Profiled on ")[1]
+    finally:
+        stored.record.profile = kept
+    assert caption.startswith("NVIDIA H100 80GB HBM3 on 2026-11-30, commit `0123456789`, for the results measured")
+
+
 def test_results_without_a_profile_pass_are_marked_and_only_noted(ctx):
     """A profile is evidence beside the numbers: none on record is marked, and fails nothing."""
     ctx.view("fresh").stored.record.profile = None

@@ -9,6 +9,7 @@ import dataclasses
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
@@ -19,6 +20,7 @@ from ..declare.experiment import Experiment
 from ..results.format import ProfilePass, Record
 from ..results.freshness import CurrentKeys
 from ..results.store import read_json
+from ..run.device import git_commit
 from . import ncu
 from .records import Recorder
 from .schedule import Job
@@ -117,7 +119,9 @@ class Profiling:
     def add(self, name: str, result: ProfilePass, seconds: float, gpu: int) -> None:
         """Put the profile in its record, with its cost, and write the record again."""
         record = self.waiting[name].record
-        record.profile = dataclasses.replace(result, sources=self.keys.profiler.files)
+        taken = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        record.profile = dataclasses.replace(result, sources=self.keys.profiler.files, date=taken,
+                                             git_commit=git_commit(self.workers.root))
         if self.ncu_version and record.provenance:
             record.provenance = dataclasses.replace(record.provenance, ncu=self.ncu_version)
         if result.status != "ok":

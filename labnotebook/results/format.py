@@ -27,6 +27,7 @@ Format history:
    file of format 5 or older is of the main pass (it may hold large cases' rows as well).
 7. Keys by meaning (``keys.RULE``) and machine code: ``Record.key_rule`` and ``Record.machine``;
    an older file's hashes are of every file's bytes (``key_rule: "text"``).
+8. ``ProfilePass.date`` and ``ProfilePass.git_commit``: when and at which commit a profile was taken.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from typing import Literal
 from .rows import Check, LaunchShape, Row, Timing  # noqa: F401
 
 NAME = "labnotebook-results"
-VERSION = 7
+VERSION = 8
 FORMAT = f"{NAME}/{VERSION}"
 
 # Which pass made a record: "main" (the timed and edge cases, sanitized and profiled:
@@ -192,6 +193,10 @@ class ProfilePass:
     # The profiler pass's own files (keys.PROFILER) -> their hashes: with the record's own key,
     # what the profile is keyed on. Empty in files older than format 4.
     sources: dict[str, str] = field(default_factory=dict)
+    # When it was taken (ISO 8601, UTC) and at which commit: a profile is redone alone when the
+    # profiler pass changes, so it may be younger than the record. None before format 8.
+    date: str | None = None
+    git_commit: str | None = None
 
 
 @dataclass(frozen=True)

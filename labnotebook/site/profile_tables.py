@@ -10,7 +10,7 @@ from ..results.format import KernelProfile, Profile, Record
 from . import fmt
 from .fmt import cell
 from .views import Problem, View, run_command
-from .tables import Note, table, when
+from .tables import Note, dated, table, when
 
 # ncu's warp-stall reasons in words a reader of this notebook knows (Nsight Compute's
 # "Warp State Statistics" section describes each).
@@ -134,8 +134,9 @@ def profile_table(view: View, note: Note) -> str:
             "memory figure, the busiest memory unit as a share of its peak, named (L1 with shared memory, L2 or "
             "DRAM) where one of them gives that figure; *SM busy* the SMs' busiest pipe.*")
     # The profile may be younger than the results (it is redone alone when the profiler pass
-    # changes), so the caption names the results it explains, not a commit it was taken at.
-    return out + f"\n\n*Profiled on {cell(record.gpu)}, for the results measured {when(record)}.*\n"
+    # changes): the caption says when it was taken, where its file says, and which results it explains.
+    taken = f" on {dated(record.profile.date, record.profile.git_commit)}" if record.profile.date else ""
+    return out + f"\n\n*Profiled on {cell(record.gpu)}{taken}, for the results measured {when(record)}.*\n"
 
 
 def gain(view: View, a: str, b: str) -> str:
