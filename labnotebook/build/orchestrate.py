@@ -4,7 +4,7 @@ For each GPU, first its copy ceiling (``ceilings.py``); for each experiment, one
 worker process with the experiment's time limit, on a GPU of its own), then, if it verified, one
 untimed job per compute-sanitizer tool (``runs.py``, ``sanitizing.py``). When an experiment's last
 job is back, ``policy`` judges it and its record, or a failure record beside the last good one, is
-written (``records.py``). Then the Nsight Compute pass (``profiling.py``). The large pass
+written (``format.py``). Then the Nsight Compute pass (``profiling.py``). The large pass
 (``plan.LARGE``) is the timed run alone, at each experiment's cases of 2^31 elements and more,
 verified, not timed: no ceiling, sanitizer or profile, into a record of its own. ``plan.py``
 decides what runs, ``schedule.py`` where; each worker is its own process (``workers.py``,

@@ -115,7 +115,7 @@ class Stored:
     key: keys.Key | None
     unreadable: ResultsError | None = None  # a corrupt or foreign file, with the fix-it message
     profiler: keys.Key | None = None
-    part: Part = "main"  # the pass (``records.PARTS``): both are keyed on the same files
+    part: Part = "main"  # the pass (``format.PARTS``): both are keyed on the same files
     keys: CurrentKeys | None = None  # for compiling the kernels, where only CUDA files changed
 
     @classmethod

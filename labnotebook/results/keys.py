@@ -153,7 +153,7 @@ class Key:
     files: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     # The declaration's cases of 2^31 elements and more, by name: they run in a pass of their
-    # own (``records.PARTS``), keyed on the same files.
+    # own (``format.PARTS``), keyed on the same files.
     large_cases: tuple[str, ...] = ()
     # The CUDA kernels it compiles, for judging it by machine code (``machine.py``).
     cubins: tuple[Cubin, ...] = ()

@@ -8,7 +8,7 @@ Layout under ``results/``::
     <experiment>/<gpu-slug>.large.failure.json   and its last failure, the same way
     ceilings/<gpu-slug>.json               the copy bandwidth measured at the start of the last run
 
-What a file holds is defined in ``records.py``: a ``Record`` in sorted, indented JSON with a
+What a file holds is defined in ``format.py``: a ``Record`` in sorted, indented JSON with a
 format version. Older versions are migrated on load; a file that is corrupt or not ours is
 refused with a message that says how to fix it. Writing goes to a temporary file in
 the same folder that is fsynced and then renamed over the old one, so a run killed at any point

@@ -4,7 +4,7 @@ The build runs one of these per experiment (forked from its GPU's ``forkserver``
 ``--large``, for its cases of 2^31 elements and more alone), one per GPU to measure the copy ceiling,
 one per compute-sanitizer tool, and one per GPU under Nsight Compute for every experiment to
 profile (``--profile A B ...``), each with a time limit, so a crash, a hang or a sticky CUDA
-error ends this process and nothing else. The record goes to ``--out`` as JSON (``records.Record``);
+error ends this process and nothing else. The record goes to ``--out`` as JSON (``format.Record``);
 on an engine error the file holds ``{"error": ...}`` and the exit status is 2; on anything
 unforeseen Python's traceback reaches the build through stdout.
 """

@@ -36,7 +36,7 @@ class Problem(Exception):
         self.kind = kind
         self.experiment = experiment
         self.gpu = gpu  # the GPU whose results it is about, where one is
-        self.part = part  # the pass whose results it is about (``records.PARTS``)
+        self.part = part  # the pass whose results it is about (``format.PARTS``)
 
 
 @dataclass

@@ -117,7 +117,7 @@ class DeviceReference(Mapping):
 
 @dataclass
 class Comparison:
-    """The outcome of comparing one output with its reference (``records.Check`` is what a row
+    """The outcome of comparing one output with its reference (``format.Check`` is what a row
     keeps of it)."""
 
     ok: bool
