@@ -44,7 +44,7 @@ def test_the_caption_says_when_and_at_which_commit_the_profile_was_taken_where_i
         caption = macros.profile(ctx, "fresh").split("*Profiled on ")[1]
     finally:
         stored.record.profile = kept
-    assert caption.startswith("NVIDIA H100 80GB HBM3 on 2026-11-30, commit `0123456789`, for the results measured")
+    assert caption.startswith("NVIDIA H100 80GB HBM3, 2026-11-30, commit `0123456789`, for the results measured")
 
 
 def test_results_without_a_profile_pass_are_marked_and_only_noted(ctx):

@@ -135,7 +135,7 @@ def profile_table(view: View, note: Note) -> str:
             "DRAM) where one of them gives that figure; *SM busy* the SMs' busiest pipe.*")
     # The profile may be younger than the results (it is redone alone when the profiler pass
     # changes): the caption says when it was taken, where its file says, and which results it explains.
-    taken = f" on {dated(record.profile.date, record.profile.git_commit)}" if record.profile.date else ""
+    taken = f", {dated(record.profile.date, record.profile.git_commit)}" if record.profile.date else ""
     return out + f"\n\n*Profiled on {cell(record.gpu)}{taken}, for the results measured {when(record)}.*\n"
 
 
