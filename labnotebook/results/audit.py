@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from .. import settings
+from .format import PASSES
 from .freshness import CurrentKeys, Stored, run_command
 from .store import CEILINGS, Store
 
@@ -77,7 +78,7 @@ def findings(root: Path, store: Store) -> list[Finding]:
                 out.append(Finding("warning", name, gpu, "fresh, key not current" if part == "main"
                                    else f"{part} pass fresh, key not current", stored.rekey_reason(),
                                    f"`{REKEY}` (no GPU; CI never writes)"))
-            if state == "fresh" and name != CEILINGS and part == "main" and stored.profile_state != "fresh":
+            if state == "fresh" and name != CEILINGS and PASSES[part].profiled and stored.profile_state != "fresh":
                 profile = stored.record.profile
                 reason = (profile.reason if profile and profile.reason else
                           "none on record" if profile is None else "the profiler pass changed since")

@@ -48,7 +48,22 @@ FORMAT = f"{NAME}/{VERSION}"
 # ``build_results.py --large``). A default refresh is the main pass; the large one needs up to
 # 24 GiB of GPU memory and several times the host's, and a minute per GPU.
 Part = Literal["main", "large"]
-PARTS = ("main", "large")
+
+
+@dataclass(frozen=True)
+class Pass:
+    """What sets one pass's records apart, for the code that files them, re-makes them and
+    profiles them to look up rather than ask which pass it has."""
+
+    name: Part
+    suffix: str  # in its files' names, before ".json" (and ".failure.json"): "" or ".large"
+    option: str | None  # the option of build_results.py that runs it
+    profiled: bool  # its records get an Nsight Compute pass
+
+
+PASSES = {p.name: p for p in (Pass("main", "", None, profiled=True),
+                              Pass("large", ".large", "--large", profiled=False))}
+PARTS = tuple(PASSES)
 
 # Where an experiment's refresh spends its wall time (``Record.phases_s``), in the order it goes.
 REFRESH_PHASES = {

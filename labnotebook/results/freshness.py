@@ -22,7 +22,7 @@ from typing import Literal
 from . import keys, machine
 from ..errors import ResultsError
 from ..declare.discover import experiment_folders
-from .format import MachineKey, Part, Record
+from .format import PASSES, MachineKey, Part, Record
 from .store import CEILINGS, Store
 
 State = Literal["fresh", "stale", "failed", "missing", "corrupt"]
@@ -78,7 +78,7 @@ def run_command(experiment: str, part: Part = "main") -> str:
     where they are stale)."""
     if experiment == CEILINGS:
         return "python build_results.py"
-    return f"python build_results.py {'--large ' if part == 'large' else ''}--only {experiment}"
+    return " ".join(filter(None, ("python build_results.py", PASSES[part].option, f"--only {experiment}")))
 
 
 def _holding(store: Store, experiment: str, gpu: str, cases: tuple[str, ...]) -> Record | None:

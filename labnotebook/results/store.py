@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import ResultsError
-from .format import Part, Record
+from .format import PASSES, Part, Record
 
 CEILINGS = "ceilings"
 
@@ -99,11 +99,20 @@ def _gpu_of(path: Path) -> str:
     try:
         return read_record(path).gpu
     except ResultsError:
-        return path.name.removesuffix(".json").removesuffix(".failure").removesuffix(".large")
+        return _named(path)[0]
 
 
 def _suffix(part: Part, failure: bool) -> str:
-    return ("" if part == "main" else f".{part}") + (".failure" if failure else "") + ".json"
+    return PASSES[part].suffix + (".failure" if failure else "") + ".json"
+
+
+def _named(path: Path) -> tuple[str, Part, bool]:
+    """What a results file's name says: its GPU's slug, its pass, and whether it is a failure record."""
+    stem = path.name.removesuffix(".json")
+    failure = stem.endswith(".failure")
+    stem = stem.removesuffix(".failure")
+    part = next((p for p in PASSES.values() if p.suffix and stem.endswith(p.suffix)), PASSES["main"])
+    return stem.removesuffix(part.suffix), part.name, failure
 
 
 class Store:
@@ -149,8 +158,7 @@ class Store:
         """The GPUs that have main-pass results for ``experiment`` (or, with ``failures``, only a
         failure record), by their full names; a file that cannot be read is named by its GPU slug."""
         d = self.folder / experiment
-        failed = [p for p in d.glob("*.failure.json") if not p.name.endswith(".large.failure.json")] \
-            if failures and d.exists() else []
+        failed = [p for p in d.glob("*.json") if _named(p)[1:] == ("main", True)] if failures and d.exists() else []
         return sorted({_gpu_of(p) for p in self._files(experiment) + sorted(failed)})
 
     def experiments(self) -> list[str]:
@@ -166,5 +174,4 @@ class Store:
         d = self.folder / experiment
         if not d.exists():
             return []
-        return sorted(p for p in d.glob("*.json") if not p.name.endswith(".failure.json")
-                      and p.name.endswith(".large.json") == (part == "large"))
+        return sorted(p for p in d.glob("*.json") if _named(p)[1:] == (part, False))
