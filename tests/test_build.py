@@ -349,3 +349,17 @@ def test_a_profile_session_that_dies_fails_that_experiment_alone_and_a_new_one_p
     assert results["b"][0].reason == "the worker did not finish under ncu: Segmentation fault in b"
     # Each one's seconds: its own part and a share of its session's start-up.
     assert results["a"][1] > 0.01 and results["c"][1] > 0.01 and results["b"][1] > 0
+
+
+def test_a_profile_pass_that_lost_a_gpu_kernel_says_which_and_why_but_not_for_a_cpu_baseline():
+    from labnotebook.build.profiling import unprofiled
+    from labnotebook.results.format import Profile, ProfilePass
+    from labnotebook.results.rows import BaselineRow, KernelRow
+
+    rows = [KernelRow(name="1_tile", case="c", params={}, status="ok", timed=True),
+            BaselineRow(name="numpy", case="c", params={}, status="ok", timed=True, device="cpu")]
+    record = Record(experiment="x", title="x", gpu=GPU, provenance=None, rows=rows, status="ok")
+    record.profile = ProfilePass("ok", profiles={
+        "1_tile": Profile("c", error="requires cuda.tile, which is not installed"),
+        "numpy": Profile("c", error="runs on the CPU: no GPU kernel to profile")})
+    assert unprofiled(record) == {"1_tile": "requires cuda.tile, which is not installed"}

@@ -19,6 +19,7 @@ from ..declare.discover import load
 from ..declare.experiment import Experiment
 from ..results.format import ProfilePass, Record
 from ..results.freshness import CurrentKeys
+from ..results.rows import BaselineRow
 from ..results.store import read_json
 from ..run.device import git_commit
 from . import ncu
@@ -126,6 +127,8 @@ class Profiling:
             record.provenance = dataclasses.replace(record.provenance, ncu=self.ncu_version)
         if result.status != "ok":
             self.console.print(f"[yellow]{name}: profile {result.status}: {escape(result.reason)}[/]")
+        for kernel, why in unprofiled(record).items():
+            self.console.print(f"[yellow]{name}: {kernel} not profiled: {escape(why)}[/]")
         if record.wall_s is not None:
             record.wall_s = round(record.wall_s - record.phases_s.get("profile", 0.0) + seconds, 2)
         record.phases_s["profile"] = seconds
@@ -135,3 +138,11 @@ class Profiling:
         waiting = self.waiting[name]
         waiting.exp = waiting.exp or load(self.keys.folders[name])  # fresh results: their declaration loads
         return waiting.exp.time_limit_s
+
+
+def unprofiled(record: Record) -> dict[str, str]:
+    """The GPU kernels and baselines of a profiled record that have no profile, and why: a pass
+    that is "ok" may still have lost one (a module missing on this machine), which the build says."""
+    on_cpu = {r.name for r in record.rows if isinstance(r, BaselineRow) and r.device == "cpu"}
+    profiles = record.profile.profiles if record.profile else {}
+    return {n: p.error for n, p in profiles.items() if p.error and n not in on_cpu}
