@@ -47,6 +47,7 @@ def executed(notebook: Path, src_uri: str, root: Path, cache: Path) -> Path:
     import zmq
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
+    from nbconvert.preprocessors import CoalesceStreamsPreprocessor
     from traitlets.config import Config
 
     nb = nbformat.read(notebook, as_version=4)
@@ -60,6 +61,9 @@ def executed(notebook: Path, src_uri: str, root: Path, cache: Path) -> Path:
                            resources={"metadata": {"path": str(notebook.parent)}}).execute()
         except CellExecutionError as e:
             raise NotebookError(f"{notebook.name}: a cell raised {e.ename}: {e.evalue}") from None
+    # A cell's printing arrives in as many pieces as the kernel flushed it: one block per stream,
+    # so the page is the same at every run.
+    nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".tmp")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
