@@ -10,7 +10,7 @@ from pathlib import Path
 from ..declare.discover import load
 from ..declare.experiment import Experiment
 from ..errors import NotebookError
-from ..results.format import Record
+from ..results.format import PASSES, Pass, Record
 from ..results.freshness import CurrentKeys, Stored
 from ..results.keys import Key
 from ..results.rows import RunRow
@@ -19,18 +19,27 @@ from ..results.store import Store
 
 @dataclass(frozen=True)
 class Part:
-    """A pass over the experiments: which of their cases it runs, and what else it does."""
-    name: str  # the records it writes: results/NAME/<gpu>.json for "main", <gpu>.<name>.json otherwise
+    """A pass over the experiments as the build makes it: its records' pass (``format.PASSES``:
+    their files, whether they are profiled), and what else it does."""
+    records: Pass
     worker_args: tuple[str, ...]  # how a worker is told to run this pass's cases
     timed: bool  # times its cases, against each GPU's copy ceiling (measured first, where stale)
-    follow_ups: bool  # a verified run is sanitized, then profiled
     heading: str  # what the build's first line says of it, after the GPU
     title: str  # what the report's title says of it, after the GPU
 
+    @property
+    def name(self) -> str:
+        return self.records.name
 
-MAIN = Part("main", (), timed=True, follow_ups=True, heading="", title="")
+    @property
+    def follow_ups(self) -> bool:
+        """A verified run is sanitized, then profiled."""
+        return self.records.profiled
+
+
+MAIN = Part(PASSES["main"], (), timed=True, heading="", title="")
 # Each experiment's cases of 2^31 elements and more, verified, not timed.
-LARGE = Part("large", ("--large",), timed=False, follow_ups=False,
+LARGE = Part(PASSES["large"], ("--large",), timed=False,
              heading=" (the large pass: cases of 2^31 elements and more)", title=" (the large pass)")
 
 

@@ -250,7 +250,7 @@ class Sources:
             if path in seen:
                 continue
             seen.add(path)
-            found = self.includes(path, folder) if path.suffix in (".cu", ".cuh", ".h") else \
+            found = self.includes(path, folder) if path.suffix in CUDA else \
                 self.imports(path, folder) if path.suffix == ".py" else []
             todo += [p for p in found if p not in seen]
         return seen

@@ -7,7 +7,7 @@ Used by ``--summary`` and by the site, so both always say the same thing about a
 from __future__ import annotations
 
 from .format import Provenance, Record, Resources, Row
-from .rows import BaselineRow, WorkRow
+from .rows import WorkRow
 
 
 def median_ms(row: Row | None) -> float | None:
@@ -44,7 +44,7 @@ def pct_of_ceiling(row: Row, record: Record) -> float | None:
     that are not GPU memory traffic (copies to or from the host, CPU baselines)."""
     value, unit = throughput(row)
     ceiling = ceiling_gbs(record)
-    if unit != "GB/s" or not ceiling or row.kind == "transfer" or isinstance(row, BaselineRow) and row.device == "cpu":
+    if unit != "GB/s" or not ceiling or row.kind == "transfer" or row.on_cpu:
         return None
     return 100.0 * value / ceiling
 

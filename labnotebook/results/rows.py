@@ -74,6 +74,11 @@ class Row:
     def median_ms(self) -> float | None:
         return self.time.median_ms if self.time else None
 
+    @property
+    def on_cpu(self) -> bool:
+        """Ran on the host, not the GPU: a CPU baseline (no GPU kernel, no share of the GPU's memory)."""
+        return False
+
 
 @dataclass(frozen=True)
 class WorkRow(Row):
@@ -109,6 +114,10 @@ class BaselineRow(RunRow):
 
     kind: ClassVar[Kind] = "baseline"
     device: Literal["gpu", "cpu"] | None = None  # where it ran (how it was timed)
+
+    @property
+    def on_cpu(self) -> bool:
+        return self.device == "cpu"
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ every point as a table row."""
 from __future__ import annotations
 
 from ..results import metrics
-from ..results.rows import BaselineRow
 from ..results.store import CEILINGS
 from . import fmt, markers, plots, profile_tables, tables
 from .context import Context
@@ -68,7 +67,7 @@ def _roof_points(ctx, gpu) -> tuple[list[plots.RoofPoint], list[tuple[str, str, 
             profiled = view.record.profile.profiles.get(name) if view.record.profile else None
             case = profiled.case if profiled and profiled.main else exp.profile_case(name)
             row = view.record.row(name, case) if case else None
-            if row is None or isinstance(row, BaselineRow) and row.device == "cpu" or not row.intensity and row.ok:
+            if row is None or row.on_cpu or not row.intensity and row.ok:
                 continue  # not on the GPU, or declares no arithmetic intensity: not a roofline point
             if not row.ok or not row.time:
                 missing.append((f"{experiment} · {name}", gpu, "skipped" if row.status == "skipped" else
