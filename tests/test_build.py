@@ -363,3 +363,29 @@ def test_a_profile_pass_that_lost_a_gpu_kernel_says_which_and_why_but_not_for_a_
         "1_tile": Profile("c", error="requires cuda.tile, which is not installed"),
         "numpy": Profile("c", error="runs on the CPU: no GPU kernel to profile")})
     assert unprofiled(record) == {"1_tile": "requires cuda.tile, which is not installed"}
+
+
+def test_a_profile_is_keyed_by_the_rule_its_record_is_judged_by(tmp_path):
+    """A record keyed by the older rule gets its profile's hashes by that rule too, or the profile
+    would read as stale at once and be taken again at every build."""
+    import io
+
+    from rich.console import Console
+
+    from labnotebook.build.plan import Options
+    from labnotebook.build.processes import Processes
+    from labnotebook.build.profiling import Profiling
+    from labnotebook.build.records import Recorder
+    from labnotebook.build.workers import Workers
+    from labnotebook.results.format import ProfilePass
+    from labnotebook.results.freshness import CurrentKeys
+
+    console, keys, store = Console(file=io.StringIO()), CurrentKeys(tmp_path), Store(tmp_path / "results")
+    profiling = Profiling(Workers(tmp_path, Processes(), tmp_path, [0], console),
+                          Recorder(store, console, keys, Options(), GPU), keys, console, [0], ncu_version=None)
+    for name, rule in (("old", "text"), ("new", "meaning")):
+        profiling.later(name, Record(experiment=name, title=name, gpu=GPU, provenance=None, rows=[], status="ok",
+                                     key_rule=rule), 0)
+        profiling.add(name, ProfilePass("ok"), 1.0, 0)
+        assert store.read(name, GPU).profile.sources == keys.profiler.files_by(rule)
+    assert keys.profiler.files_by("text") != keys.profiler.files_by("meaning")

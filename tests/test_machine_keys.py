@@ -108,6 +108,21 @@ def test_an_edit_that_changes_the_machine_code_stales_the_result(copy, what):
 
 
 @needs_nvcc
+def test_the_summary_judges_machine_code_as_check_does(copy):
+    from labnotebook.results.store import Store
+    from labnotebook.results.summary import summary_lines
+
+    def stale(root):
+        lines = summary_lines(root, Store(root / "results"))
+        return {line["stale"] for line in lines if line["experiment"] == "matmul"}
+
+    SAME_CODE["a comment"](copy)
+    assert stale(copy) == {False}
+    edit(copy, TILED, r"float sum = 0\.0f;", "float sum = 1.0f;")
+    assert stale(copy) == {True}
+
+
+@needs_nvcc
 def test_a_kernel_that_no_longer_compiles_is_stale(copy):
     edit(copy, TILED, r"float sum = 0\.0f;", "float sum = ;")
     assert stored(copy).state == "stale"

@@ -19,7 +19,6 @@ from ..declare.discover import load
 from ..declare.experiment import Experiment
 from ..results.format import ProfilePass, Record
 from ..results.freshness import CurrentKeys
-from ..results.rows import BaselineRow
 from ..results.store import read_json
 from ..run.device import git_commit
 from . import ncu
@@ -121,8 +120,8 @@ class Profiling:
         """Put the profile in its record, with its cost, and write the record again."""
         record = self.waiting[name].record
         taken = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        record.profile = dataclasses.replace(result, sources=self.keys.profiler.files, date=taken,
-                                             git_commit=git_commit(self.workers.root))
+        record.profile = dataclasses.replace(result, sources=self.keys.profiler.files_by(record.key_rule),
+                                             date=taken, git_commit=git_commit(self.workers.root))
         if self.ncu_version and record.provenance:
             record.provenance = dataclasses.replace(record.provenance, ncu=self.ncu_version)
         if result.status != "ok":
@@ -143,6 +142,6 @@ class Profiling:
 def unprofiled(record: Record) -> dict[str, str]:
     """The GPU kernels and baselines of a profiled record that have no profile, and why: a pass
     that is "ok" may still have lost one (a module missing on this machine), which the build says."""
-    on_cpu = {r.name for r in record.rows if isinstance(r, BaselineRow) and r.device == "cpu"}
+    on_cpu = {r.name for r in record.rows if r.on_cpu}
     profiles = record.profile.profiles if record.profile else {}
     return {n: p.error for n, p in profiles.items() if p.error and n not in on_cpu}

@@ -131,6 +131,12 @@ class Stored:
             record = _holding(store, experiment, gpu, key.large_cases)
         return cls(experiment, gpu, record, failure, key, unreadable, current.profiler, part, current)
 
+    @classmethod
+    def of(cls, record: Record, current: CurrentKeys) -> "Stored":
+        """A record already read, judged as ``read`` would judge it."""
+        key = current[record.experiment] if record.experiment in current else None
+        return cls(record.experiment, record.gpu, record, None, key, None, current.profiler, record.part, current)
+
     @property
     def command(self) -> str:
         return run_command(self.experiment, self.part)

@@ -39,8 +39,8 @@ def rekey(root: Path, store: Store) -> list[Rekeyed]:
         for gpu in store.gpus(name):
             for part in current[name].parts:
                 stored = Stored.read(store, name, gpu, current, part)
-                if not stored.rekey_due:
-                    continue
+                if not stored.rekey_due or stored.record.part != part:
+                    continue  # a main record the large pass reads as its own is rekeyed as the main one
                 record, why = stored.record, stored.rekey_reason()
                 code, said = _machine_code(current, name, record)
                 write_json(store.path(name, gpu, part=part), rekeyed(record, current[name], code,
