@@ -203,7 +203,8 @@ def test_the_fast_loop_prints_one_kernel_at_one_case_and_writes_nothing(built):
 
 def test_racecheck_runs_the_kernels_with_shared_memory_alone_and_says_why_not_the_others(tmp_path):
     """racecheck checks shared memory and nothing else: the kernel without any gets a verdict that
-    says so (not a clean run it never had), and the tool's worker runs only the other one."""
+    says so (not a clean run it never had), and the tool's worker runs only the other one, at
+    the smallest edge cases that take every declared path; the other tools run every edge case."""
     project = copy_project(tmp_path / "p", [])
     folder = shutil.copytree(FAULTS / "snippets" / "wrong_answer", project / "snippets" / "two_adds")
     plain = (folder / "1_skips_last.cu").read_text().replace("i < n - 1", "i < n").replace("add_skip_last", "add")
@@ -213,7 +214,10 @@ def test_racecheck_runs_the_kernels_with_shared_memory_alone_and_says_why_not_th
                                         .replace("{\n", "{\n    __shared__ float staged[256];\n", 1))
     (folder / "experiment.py").write_text((folder / "experiment.py").read_text().replace(
         'kernels=[Kernel("1_skips_last.cu", "add_skip_last", launch)]',
-        'kernels=[Kernel("1_add.cu", "add", launch), Kernel("2_staged.cu", "add_again", launch)]'))
+        'kernels=[Kernel("1_add.cu", "add", launch), Kernel("2_staged.cu", "add_again", launch)]').replace(
+        'edge_cases=[Case("one", n=1)]',
+        'edge_cases=[Case("257", n=257), Case("one", n=1), Case("3", n=3)],\n'
+        '    paths=lambda case: ["ragged" if case.n % 256 else "whole", "blocks" if case.n > 256 else "block"]'))
     log = tmp_path / "sanitizer.log"
     proc = run_cli("--only", "two_adds", "--no-profile", root=project,
                    env={**fake_env(), "FAKE_SANITIZER_LOG": str(log)})
@@ -223,10 +227,12 @@ def test_racecheck_runs_the_kernels_with_shared_memory_alone_and_says_why_not_th
     assert verdicts["2_staged"]["racecheck"].checked and verdicts["2_staged"]["racecheck"].errors == 0
     assert all(v.checked and v.errors == 0 for k in verdicts for t, v in verdicts[k].items() if t != "racecheck")
     ran = [line.split("\t") for line in log.read_text().splitlines()]
-    assert sorted(t for t, _ in ran) == ["initcheck", "memcheck", "racecheck", "synccheck"]
-    racecheck = next(program for t, program in ran if t == "racecheck")
-    assert racecheck.endswith("--kernel 2_staged"), racecheck
-    assert all("--kernel" not in program for t, program in ran if t != "racecheck")
+    assert sorted(t for t, _, _ in ran) == ["initcheck", "memcheck", "racecheck", "synccheck"]
+    racecheck = next(program for t, program, _ in ran if t == "racecheck")
+    assert racecheck.endswith("--kernel 2_staged") and "--paths-cover" in racecheck, racecheck
+    assert all("--kernel" not in program and "--paths-cover" not in program for t, program, _ in ran if t != "racecheck")
+    assert {t: cases for t, _, cases in ran} == {"racecheck": "257,one", **{t: "257,one,3" for t in
+                                                                           ("memcheck", "synccheck", "initcheck")}}
 
 
 def test_a_build_leaves_a_draft_out_until_it_is_named(tmp_path):

@@ -20,7 +20,7 @@ import pytest
 from labnotebook import Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, Unsupported
 from labnotebook.errors import ExperimentError
 from labnotebook.declare.discover import experiment_folders, global_functions, load
-from labnotebook.declare.experiment import tolerance_at
+from labnotebook.declare.experiment import size, tolerance_at
 from labnotebook.run.launch import InvalidLaunch, launch_dims
 from labnotebook.run.protocol.verify import compare
 from labnotebook.run.tma import TensorMap
@@ -325,6 +325,25 @@ def test_edge_cases_are_awkward_and_small(name):
     assert any(n > 1 and n % 256 for n in sizes.values()), f"{name}: no edge size that is not a multiple of 256"
     big = {c: n for c, n in sizes.items() if n > EDGE_MAX_ELEMENTS}
     assert not big, f"{name}: edge cases run under compute-sanitizer; these are too large: {big}"
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if experiment(n).paths])
+def test_racecheck_s_edge_cases_take_every_path_that_any_case_takes(name):
+    """racecheck runs a few small edge cases where the experiment declares its paths: together
+    they take every path a timed or edge case takes (so the edge cases must), and none is left
+    out that takes a path no smaller one does."""
+    exp = experiment(name)
+    chosen = exp.racecheck_cases()
+    assert chosen and all(c in exp.edge_cases for c in chosen)
+    taken = {p for c in chosen for p in exp.paths(c)}
+    for case in [*exp.cases, *exp.edge_cases]:
+        missed = set(exp.paths(case)) - taken
+        assert not missed, f"{name}: {case.name} takes {sorted(missed)}, which no edge case racecheck runs takes"
+    for case in chosen:
+        smaller = {p for c in chosen if size(c) < size(case) for p in exp.paths(c)}
+        assert set(exp.paths(case)) - smaller, f"{name}: {case.name} takes no path a smaller one does not"
+    left_out = [c for c in exp.edge_cases if c not in chosen]
+    assert all(set(exp.paths(c)) <= {p for d in chosen if size(d) <= size(c) for p in exp.paths(d)} for c in left_out)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -15,6 +15,28 @@ def test_repetitions_fill_the_budget_between_the_floor_and_the_cap():
     assert timing._reps(50.0, timing.WARMUP_MS, least=1) == 1
 
 
+def test_a_slow_gpu_run_lowers_the_floor_of_repetitions_to_a_time_budget():
+    assert timing.gpu_reps(1.0) == 100 and timing.gpu_reps(40.0) == timing.MIN_REPS
+    assert timing.gpu_reps(100.0) == timing.SLOW_BUDGET_MS / 100.0 < timing.MIN_REPS
+    assert timing.gpu_reps(2000.0) == timing.SLOW_LEAST_REPS
+
+
+def test_a_gpu_run_longer_than_the_warm_up_is_its_own_estimate_and_warm_up(fake_gpu, monkeypatch):
+    """Rung 2 of attention takes seconds a launch: one run to estimate it, then its few
+    repetitions, where a short kernel has three, a warm-up and at least ``MIN_REPS``."""
+    timer = timing.GpuTimer(fake_gpu, fake_gpu.Device(0))
+    launch, cold, _ = reading(fake_gpu, 1 << 20)
+    short = []
+    t = timer.time(lambda: (short.append(1), launch()))
+    assert len(short) == 3 + timing._reps(cold, timing.WARMUP_MS, least=1) + t.reps and t.reps == timing.gpu_reps(cold)
+    for memory in ("DRAM_BYTES_PER_MS", "L2_BYTES_PER_MS"):  # the same read, 10^4 times slower
+        monkeypatch.setattr(fake_gpu, memory, 1e4)
+    long = []
+    t = timer.time(lambda: (long.append(1), launch()))
+    assert t.median_ms > timing.SLOW_BUDGET_MS / timing.SLOW_LEAST_REPS > timing.WARMUP_MS
+    assert len(long) == 1 + timing.SLOW_LEAST_REPS == 1 + t.reps
+
+
 def test_a_slow_cpu_baseline_takes_a_bounded_number_of_repetitions():
     calls = []
     t = timing.time_cpu(lambda: (calls.append(1), time.sleep(0.04)))

@@ -74,7 +74,9 @@ class Sanitizing:
         def run(g: int):
             with tempfile.TemporaryDirectory(prefix="notebook-sanitize-") as tmp:
                 out = Path(tmp) / "r.json"
-                worker = self.workers.command(name, ["--verify-only", "--out", str(out), *only])
+                # racecheck at the edge cases that take every path the experiment declares, the others at all
+                cover = ["--paths-cover"] if tool == "racecheck" else []
+                worker = self.workers.command(name, ["--verify-only", *cover, "--out", str(out), *only])
                 status, lines = self.workers.run_quietly(command(tool, worker), g, exp.time_limit_s)
                 finished = status is not None and out.exists() and "format" in read_json(out)
             if status is None:

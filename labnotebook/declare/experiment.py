@@ -8,8 +8,9 @@ Nothing here touches a GPU.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Callable, Iterable, Literal, Mapping
 
 import numpy as np
 
@@ -42,6 +43,11 @@ def sizes(*ns: int, param: str = "n") -> list[Case]:
         k = n.bit_length() - 1
         return f"2^{k}" if n >= 1024 and n == 1 << k else f"{n:,}"
     return [Case(name(n), **{param: n}) for n in ns]
+
+
+def size(case: Case) -> int:
+    """How large a case is, for choosing the smaller: the product of its numeric parameters."""
+    return math.prod(v for v in case.params.values() if isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
 class Unsupported(Exception):
@@ -213,6 +219,13 @@ class Experiment:
     # Sizes that are only verified, never timed: 1, primes, non-multiples of the block,
     # non-finite values. The compute-sanitizer pass runs these.
     edge_cases: list[Case] = field(default_factory=list)
+    # The code paths a case takes inside a block, by name (which template a type and a head
+    # size instantiate, one tile or several, a ragged last one, a pipeline's stages reused, a
+    # mask): racecheck, which looks at one block's shared memory at a time and whose cost grows
+    # with its traffic, then runs the smallest edge cases that together take every path any
+    # case takes (``racecheck_cases``), where the other tools run every edge case. None: every
+    # edge case under every tool.
+    paths: Callable[[Case], Iterable[str]] | None = None
     # Sizes at and past 2^31 elements: verified (in bounded memory), not timed, and not run
     # under the compute-sanitizer, whose shadow memory would not fit.
     large_cases: list[Case] = field(default_factory=list)
@@ -253,6 +266,21 @@ class Experiment:
 
     def all_cases(self) -> list[Case]:
         return self.cases + self.edge_cases + self.large_cases
+
+    def racecheck_cases(self) -> list[Case]:
+        """The edge cases racecheck runs: every one where no ``paths`` are declared; else, from
+        the smallest (by the product of its numeric parameters), each that takes a path no
+        smaller one took."""
+        if self.paths is None:
+            return list(self.edge_cases)
+        taken: set[str] = set()
+        chosen = []
+        for case in sorted(self.edge_cases, key=size):
+            new = set(self.paths(case)) - taken
+            if new:
+                chosen.append(case)
+                taken |= new
+        return [c for c in self.edge_cases if c in chosen]
 
     def profile_case(self, name: str) -> str | None:
         """Where ``name`` (a kernel or baseline) is profiled and placed on the roofline: the

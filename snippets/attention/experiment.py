@@ -317,6 +317,23 @@ FP32 = Tolerance(atol=2e-5, rtol=2e-5)
 ROUNDED_P = {"fp16": Tolerance(atol=2e-3, rtol=2e-3), "bf16": Tolerance(atol=1.6e-2, rtol=1.6e-2)}
 
 
+# The heights of the rungs' tiles: rung 3's 32 or 64 keys, rungs 4 and 5's 64, rung 6's 128, and
+# 256 for rung 6's two stages of 128 keys, which a third tile reuses.
+TILES = (32, 64, 128, 256)
+
+
+def paths(case):
+    """What a block does at ``case``, for racecheck (which looks at one block at a time): per
+    template (head size and input type), one tile or several of each height, the last whole or
+    ragged; the mask, over one tile or several; the special inputs."""
+    kind = f"D = {case.d} {case.dtype}"
+    yield f"{kind}, {case.mask} mask over {'one tile' if case.n <= 64 else 'several'}"
+    for t in TILES:
+        yield f"{kind}: {'one' if case.n <= t else 'several'} of {t} rows, {'ragged' if case.n % t else 'whole'}"
+    if "kind" in case.params:
+        yield f"{kind}: {case.kind}"
+
+
 def flops(case):
     """2 N^2 D multiply-adds for each of Q K^T and P V per head; causal, about half of each."""
     return 4 * case.b * case.h * case.n ** 2 * case.d // (2 if case.mask == "causal" else 1)
@@ -336,7 +353,10 @@ experiment = Experiment(
     title="Attention, forward: from three steps to tensor cores",
     kernels=[Kernel("1_naive.cu", "attention_naive", naive,
                     timed_cases=tuple(c.name for c in CASES if naive_fits(c))),
-             Kernel("2_online_row.cu", "attention_online_row", online_row),
+             # Rung 2 takes seconds a launch at N = 8192 (a block per query, each reading all of K
+             # and V): its lesson shows at N = 4096 and below, where it is timed.
+             Kernel("2_online_row.cu", "attention_online_row", online_row,
+                    timed_cases=tuple(c.name for c in CASES if c.n <= 4096)),
              Kernel("3_tiled.cu", "attention_tiled", tiled),
              Kernel("4_mma.cu", "attention_mma", mma, tolerance=rounded_p),
              Kernel("5_flash2.cu", "attention_flash2", flash2, tolerance=rounded_p),
@@ -358,7 +378,13 @@ experiment = Experiment(
         # Ragged, with the NaN in the first rows of the head after a ragged one: rung 6's last
         # tile of head (1, 0) reads them through TMA, and must zero them before P V.
         shape(2, 2, 100, 64, kind="inf, NaN"), shape(2, 2, 100, 128, "bf16", kind="inf, NaN"),
+        # The paths of the timed cases in every template, small (for racecheck, whose time grows
+        # with a case's shared-memory traffic: it takes minutes at N = 4097): several whole
+        # tiles of every height, and several with a ragged last one.
+        shape(1, 1, 512, 64), shape(1, 1, 512, 128, mask="causal"), shape(1, 1, 512, 64, "bf16"),
+        shape(1, 1, 512, 128, "bf16"), shape(1, 1, 300, 64), shape(1, 1, 300, 128, "bf16", "causal"),
     ],
+    paths=paths,
     # 2^31 elements in each of Q, K and V (4 GiB each; O 8 GiB, its float64 reference 16 GiB on the
     # host): every offset past 32 bits, in short sequences, so the rungs take seconds.
     large_cases=[shape(8192, 16, 128, 128)],

@@ -31,6 +31,23 @@ def any_shape(case):
     return Launch(grid=(cdiv(case.n, 128), *split_y(cdiv(case.m, 128))), block=(256,), args=args(case))
 
 
+# The rungs' tile edges: 8 and 16 along K, 16, 32, 64 and 128 along M and N.
+TILES = (8, 16, 32, 64, 128)
+
+
+def paths(case):
+    """What a block does at ``case``, for racecheck (which looks at one block at a time): along
+    each of M, N and K, none, one tile or several of each size, the last whole or ragged; the
+    special inputs."""
+    for dim in "mnk":
+        size = getattr(case, dim)
+        for t in TILES:
+            yield f"{dim}: {'none' if size == 0 else 'one' if size <= t else 'several'} of {t}, " + \
+                ("ragged" if size % t else "whole")
+    if "kind" in case.params:
+        yield case.kind
+
+
 # --8<-- [start:cublas]
 def cublas_sgemm(case, inputs, outputs):
     a, b, c = inputs["a"], inputs["b"], outputs["c"]  # GPUArrays: the engine's device buffers
@@ -70,7 +87,11 @@ experiment = Experiment(
     edge_cases=[mnk(1, 1, 1), mnk(17, 33, 65), mnk(128, 128, 8), mnk(257, 129, 63), mnk(256, 384, 1000),
                 mnk(128, 256, 64, kind="inf, NaN"),
                 mnk(128, 128, 0),  # an empty inner dimension: C = 0, which the kernels must write
-                mnk(1, 2_097_153, 1)],  # rung 1's 65537 y-blocks: two along z
+                mnk(1, 2_097_153, 1),  # rung 1's 65537 y-blocks: two along z
+                # Several whole tiles, and several with a ragged last one along K, smaller than
+                # 256×384×1000: for racecheck, whose time grows with the shared-memory traffic.
+                mnk(256), mnk(129, 257, 300)],
+    paths=paths,
     # Inputs, reference, flops and the large case as for every GEMM here (the large case's
     # tiles reach gridDim.z = 2 in every rung but 1).
     **gemm_declaration(np.float32),

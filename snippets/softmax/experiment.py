@@ -1,5 +1,7 @@
 """Softmax over the rows of a float32 matrix: a ladder of kernels, against PyTorch and NumPy."""
 
+import bisect
+
 import numpy as np
 
 from labnotebook import (Baseline, Case, Experiment, Headline, Kernel, Launch, PythonKernel, Tolerance, Unsupported,
@@ -168,6 +170,28 @@ def pipelined(case):
     return Launch(grid=(8 * clusters,), block=(1024,), args=arguments, shared_bytes=3 * 16 * cdiv(cdiv(case.cols, 8), 4))
 
 
+# Row lengths where a rung's block changes what it does: warps that hold a row (256 columns),
+# long-row rungs from 2048, block sizes that grow with the row to 8192 and 32768 (rungs 6 and
+# 7), rung 11's shared memory (57344 floats) and registers (24576 more), 131072 at most.
+COLUMNS = (32, 256, 2048, 8192, 32768, 57344, 81920, 131072)
+
+
+def paths(case):
+    """What a block does at ``case``, for racecheck (which looks at one block at a time): the
+    span of row lengths it falls in; rows whole or ragged in float4s, eighths (a cluster's
+    blocks), warps and the strided rungs' 256 and 1024 threads; one row, up to 16 (rung 12's
+    clusters) or more; rows whole or ragged in 128-row blocks; the special inputs."""
+    span = bisect.bisect_left(COLUMNS, case.cols)
+    yield f"rows of up to {COLUMNS[span]} columns" if span < len(COLUMNS) else f"rows past {COLUMNS[-1]} columns"
+    for t in (4, 32, 256, 1024):
+        yield f"rows {'whole' if case.cols % t == 0 else 'ragged'} in {t}s"
+    yield f"rows {'whole' if case.cols % 8 == 0 else 'ragged'} in eighths"
+    yield "one row" if case.rows == 1 else "up to 16 rows" if case.rows <= 16 else "more than 16 rows"
+    yield f"{'whole' if case.rows % 128 == 0 else 'ragged'} 128-row blocks"
+    if case.kind:
+        yield case.kind
+
+
 def torch_softmax(case, inputs, outputs):
     import torch
 
@@ -229,7 +253,11 @@ experiment = Experiment(
         matrix(12, 131072, "extremes", name="12x131072 extremes"),
         matrix(8, 100_000, "neg_inf", name="8x100000 with -inf"),
         matrix(3, 300_000),
+        # Row lengths the timed cases have and the others not, for racecheck: it then runs these
+        # and the other small ones, but not the long rows above, which it takes minutes over.
+        matrix(3, 200), matrix(2, 20_000), matrix(2, 65_536),
     ],
+    paths=paths,
     # 2^31 elements (8 GiB in, 8 GiB out): short rows (rung 7, Triton) and long ones
     # (rung 9), with rows * cols past every 32-bit index.
     large_cases=[matrix(2097152, 1024), matrix(16384, 131072)],

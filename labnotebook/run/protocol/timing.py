@@ -7,6 +7,11 @@ L2 (50 MiB on an H100, 60 on an H200), and while the GPU does that the host has 
 the timed launch behind it. do_bench overwrites 256 MiB whatever the GPU: on an H100, 2026-11-23,
 a kernel reading 8, 24 or 40 MiB had the same median after a 64, 100, 160 or 256 MiB flush, and
 the flush is most of what a repetition of a short kernel costs (the GPU suite checks the first).
+A kernel that takes longer than the warm-up budget is its own warm-up and its own estimate (one
+run, not three and a warm-up), and its floor of repetitions is bounded by time: ``SLOW_BUDGET_MS``
+of them, ``SLOW_LEAST_REPS`` at least. Rung 2 of attention takes 2.3 s a launch at 4×16×8192×128
+on an H100, with 0.02% between its 10th and 90th percentiles: ten repetitions and four more runs
+took 32 s and told no more than five.
 CPU baselines take the same budget with fewer repetitions at least (``CPU_MIN_REPS``), and a
 slow one stops after ``CPU_BUDGET_MS`` with ``CPU_LEAST_REPS`` at least: NumPy at 2^28 elements
 takes hundreds of milliseconds a call, and its spread is recorded all the same.
@@ -26,6 +31,8 @@ MIN_FLUSH_BYTES = 64 << 20
 WARMUP_MS = 25.0
 REP_MS = 100.0
 MIN_REPS = 10
+SLOW_BUDGET_MS = 500.0
+SLOW_LEAST_REPS = 5
 CPU_MIN_REPS = 5
 CPU_BUDGET_MS = 1000.0
 CPU_LEAST_REPS = 3
@@ -50,6 +57,14 @@ def _reps(estimate_ms: float, budget_ms: float, least: int = MIN_REPS) -> int:
     return int(np.clip(budget_ms / max(estimate_ms, 1e-4), least, MAX_REPS))
 
 
+def gpu_reps(estimate_ms: float) -> int:
+    """Timed repetitions of a GPU run: do_bench's budget, and a floor of ``MIN_REPS`` that a run
+    of more than ``SLOW_BUDGET_MS / MIN_REPS`` lowers to what ``SLOW_BUDGET_MS`` holds, down to
+    ``SLOW_LEAST_REPS``."""
+    least = int(np.clip(SLOW_BUDGET_MS / max(estimate_ms, 1e-4), SLOW_LEAST_REPS, MIN_REPS))
+    return _reps(estimate_ms, REP_MS, least)
+
+
 class GpuTimer:
     """Times callables that enqueue GPU work on the default stream of the current context."""
 
@@ -70,10 +85,12 @@ class GpuTimer:
         return start.time_till(end)
 
     def time(self, fn: Callable[[], object]) -> Timing:
-        estimate = min(self._once(fn) for _ in range(3))
-        for _ in range(_reps(estimate, WARMUP_MS, least=1)):
-            fn()
-        reps = _reps(estimate, REP_MS)
+        estimate = self._once(fn)
+        if estimate < WARMUP_MS:  # a short run: the least of three, then do_bench's warm-up
+            estimate = min(estimate, self._once(fn), self._once(fn))
+            for _ in range(_reps(estimate, WARMUP_MS, least=1)):
+                fn()
+        reps = gpu_reps(estimate)
         events = [(self.cuda.Event(), self.cuda.Event()) for _ in range(reps)]
         for start, end in events:
             self.flush()
