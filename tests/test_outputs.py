@@ -86,3 +86,47 @@ def test_outputs_on_the_device_are_copied_once_and_only_when_read():
     assert copied == ["y"]
     with pytest.raises(KeyError):
         outputs["z"]
+
+
+class Widened:
+    """What attention's SDPA baselines return: an fp16 result that stands for its float32 widening."""
+    is_cuda = True
+
+    def __init__(self, values: np.ndarray):
+        self.values, self.widened = values, 0
+
+    def numel(self):
+        return self.values.size
+
+    def detach(self):
+        self.widened += 1
+        return FakeTensor(self.values.astype(np.float32))
+
+
+class FakeTensor:
+    is_cuda = True
+
+    def __init__(self, values):
+        self.values = values
+
+    def detach(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def numpy(self):
+        return self.values
+
+
+def test_a_returned_output_that_stands_for_a_gpu_tensor_is_checked_there_and_read_through_detach(fake_gpu):
+    """The check of a large output returned by a library runs on the GPU, on what ``detach()``
+    gives (SDPA's fp16 result widened there), not on a copy to the host; read on the host, it is
+    that tensor's copy."""
+    from labnotebook.run.case_arrays import CaseArrays
+    from labnotebook.run.protocol.verify import GPU_CHECK_MIN
+
+    big, small = Widened(np.ones(GPU_CHECK_MIN, np.float16)), Widened(np.ones(3, np.float16))
+    outputs = CaseArrays(fake_gpu, {}).fetch("gpu", {"big": big, "small": small}, on_gpu=True)
+    assert isinstance(outputs.on_gpu("big"), FakeTensor) and outputs.on_gpu("small") is None and big.widened == 1
+    assert outputs["small"].dtype == np.float32 and outputs["small"].tolist() == [1.0] * 3

@@ -21,7 +21,7 @@ def elements(value) -> int:
 
 
 def as_numpy(value) -> np.ndarray:
-    if hasattr(value, "cpu"):  # torch tensors, on whatever device
+    if hasattr(value, "detach"):  # torch tensors, on whatever device, and what stands for one
         value = value.detach().cpu().numpy()
     elif hasattr(value, "get"):  # PyCUDA GPUArrays
         value = value.get()

@@ -100,10 +100,11 @@ def fingerprint_device(t) -> tuple[int, int]:
 
 
 def torch_view(value):
-    """A torch tensor over a GPU array's memory (a CUDA torch tensor, or anything with
-    ``__cuda_array_interface__``, as PyCUDA's GPUArray), or None for anything else."""
+    """A torch tensor over a GPU array's memory (a CUDA torch tensor, or what its ``detach()``
+    gives, or anything with ``__cuda_array_interface__``, as PyCUDA's GPUArray), or None for
+    anything else."""
     if hasattr(value, "is_cuda"):
-        return value if value.is_cuda else None
+        return value.detach() if value.is_cuda else None
     if hasattr(value, "__cuda_array_interface__"):
         import torch
 
