@@ -2,6 +2,7 @@
 GPUs, verification, the failure policy and the store, exactly as on a real one, minus the timing.
 The same fault suite runs for real in test_gpu.py."""
 
+import json
 import os
 from datetime import datetime
 import shutil
@@ -395,3 +396,50 @@ def test_a_profile_is_keyed_by_the_rule_its_record_is_judged_by(tmp_path):
         profiling.add(name, ProfilePass("ok"), 1.0, 0)
         assert store.read(name, GPU).profile.sources == keys.profiler.files_by(rule)
     assert keys.profiler.files_by("text") != keys.profiler.files_by("meaning")
+
+
+def test_a_run_held_back_for_what_its_machine_lacked_is_accepted_without_running_again(tmp_path):
+    """A run that could only skip, for want of a module, what the last results verified is kept
+    beside them as a failure; ``--accept`` puts it in their place as ``--force`` would have, with
+    no GPU, where it failed for nothing else and its files are still the experiment's, and
+    refuses, changing nothing, where it failed for more or where the files have moved on."""
+    project = copy_project(tmp_path / "p", [])
+    folder = shutil.copytree(FAULTS / "snippets" / "wrong_answer", project / "snippets" / "held")
+    (folder / "1_skips_last.cu").write_text((folder / "1_skips_last.cu").read_text()
+                                            .replace("i < n - 1", "i < n").replace("add_skip_last", "add"))
+    (folder / "experiment.py").write_text((folder / "experiment.py").read_text().replace('"add_skip_last"', '"add"'))
+    store = Store(project / "results")
+    assert run_cli("--only", "held", "--no-profile", root=project, env=fake_env()).returncode == 0
+    verified = store.path("held", GPU).read_text()
+    declaration = (folder / "experiment.py").read_text()
+    (folder / "experiment.py").write_text(declaration.replace("    title=", '    requires=("no_such_module",),\n    title='))
+    proc = run_cli("--only", "held", "--no-profile", root=project, env=fake_env())
+    assert proc.returncode == 1 and "keeping those results" in proc.stdout, proc.stdout
+    assert store.path("held", GPU).read_text() == verified and store.read_failure("held", GPU) is not None
+    run = store.path("held", GPU, failure=True).read_text()
+
+    (folder / "experiment.py").write_text(declaration.replace("    title=", '    requires=("other_module",),\n    title='))
+    proc = run_cli("--accept", "held", root=project)
+    assert proc.returncode == 1 and "not accepted held on" in proc.stdout and "other files" in proc.stdout, proc.stdout
+    assert store.path("held", GPU).read_text() == verified and store.path("held", GPU, failure=True).read_text() == run
+
+    (folder / "experiment.py").write_text(declaration.replace("    title=", '    requires=("no_such_module",),\n    title='))
+    proc = run_cli("--accept", "held", root=project)
+    assert proc.returncode == 0 and "accepted held on" in proc.stdout and "no_such_module" in proc.stdout, proc.stdout
+    kept = store.read("held", GPU)
+    assert kept.status == "ok" and not kept.problems and store.read_failure("held", GPU) is None
+    assert all(r.status == "skipped" and r.unavailable for r in kept.rows if r.kind == "kernel")
+    assert kept.provenance.date == json.loads(run)["provenance"]["date"]  # the run as it was, not a new one
+    assert "fresh" in run_cli("--list", root=project).stdout.split("held")[1].splitlines()[0]
+
+
+def test_a_run_that_failed_for_more_than_what_its_machine_lacked_is_not_accepted(built):
+    """A wrong answer, or a sanitizer's finding, is never accepted."""
+    project, store, _, _ = built
+    before = store.path("wrong_answer", GPU).read_text()
+    proc = run_cli("--accept", "wrong_answer", root=project)
+    assert proc.returncode == 1 and "not accepted wrong_answer" in proc.stdout and "wrong answer" in proc.stdout
+    assert store.path("wrong_answer", GPU).read_text() == before and store.read_failure("wrong_answer", GPU)
+    proc = run_cli("--accept", "sneaky_read", root=project)  # every row verified; memcheck found a bad read
+    assert proc.returncode == 1 and "not held back for what it could not run here" in proc.stdout, proc.stdout
+    assert store.read_failure("sneaky_read", GPU) is not None

@@ -6,6 +6,7 @@ and turn the notebook's own errors into one ``error: ...`` line (exit status 2).
     build_results.py --only NAME --kernel K ... --case C ...   # print, write nothing
     build_results.py --check | --list | --summary                # no GPU needed
     build_results.py --rekey                                   # fresh results' keys brought up to date, no GPU
+    build_results.py --accept NAME                             # a held-back run kept after all, no GPU
     build_results.py new NAME                                  # scaffold an entry
 """
 
@@ -25,6 +26,7 @@ from ..declare.discover import experiment_folders, load
 from .. import settings
 from ..results.audit import findings, load_error
 from ..results.rekey import rekey
+from .accept import accept
 from ..results.freshness import CurrentKeys, Stored
 from .orchestrate import Build
 from .plan import LARGE, MAIN, Options, Part
@@ -45,6 +47,7 @@ results into results/. With every result up to date it does nothing and needs no
   build_results.py --only NAME --kernel K --case C   one kernel at one case: printed, nothing written
   build_results.py --check               what is stale, failed or missing, why, and the fix (no GPU)
   build_results.py --rekey               rewrite the keys of fresh results whose machine code is unchanged (no GPU)
+  build_results.py --accept NAME         keep a run held back only for what its machine lacked, as --force would (no GPU)
   build_results.py --list | --summary     the state of every result; every result as JSON lines
   build_results.py new NAME               scaffold an entry (see docs/authoring.md)
 """
@@ -76,6 +79,10 @@ def main_parser() -> argparse.ArgumentParser:
     p.add_argument("--rekey", action="store_true",
                    help="bring the keys of fresh results up to date (a CUDA edit that left the machine code as it "
                         "was, or an older keying rule); writes nothing else, needs nvcc but no GPU")
+    p.add_argument("--accept", nargs="+", metavar="NAME",
+                   help="keep the last run of these experiments where it was held back only for what it could "
+                        "not run on its machine (a missing module or toolchain), as --force would have, without "
+                        "running it again (no GPU)")
     p.add_argument("--list", action="store_true", help="list experiments and the state of their results")
     p.add_argument("--summary", action="store_true",
                    help="print every stored result as JSON lines (no GPU needed)")
@@ -116,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.rekey:
             return rekey_results(root, store)
         folders = experiment_folders(root / "snippets")
+        if args.accept:
+            return accept_runs(root, store, folders, args.accept)
         if args.list:
             return list_experiments(root, folders, store)
         unknown = sorted(set(args.only or []) - set(folders))
@@ -238,6 +247,20 @@ def rekey_results(root: Path, store: Store) -> int:
                                                        "(build_results.py --check says which)" if left else ""),
                   markup=False)
     return 0
+
+
+def accept_runs(root: Path, store: Store, folders: dict[str, Path], names: list[str]) -> int:
+    """``--accept``: one line per held-back run, kept or not and why; 1 when none was kept."""
+    unknown = sorted(set(names) - set(folders))
+    if unknown:
+        raise NotebookError(f"no experiment named {', '.join(unknown)}; have {', '.join(folders)}")
+    done = accept(root, store, names)
+    for a in done:
+        where = f"{a.experiment} on {a.gpu}" + ("" if a.part == "main" else f" ({a.part} pass)")
+        console.print(f"{'accepted' if a.done else 'not accepted'} {where}: {a.what}", markup=False, highlight=False)
+    if not done:
+        console.print(f"no held-back run of {', '.join(names)} to accept", markup=False)
+    return 0 if any(a.done for a in done) else 1
 
 
 def list_experiments(root: Path, folders: dict[str, Path], store: Store) -> int:
