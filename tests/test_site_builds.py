@@ -268,3 +268,33 @@ def test_a_claim_the_data_no_longer_supports_fails_naming_page_claim_and_figures
     warned = flipped.warned(f"{page}: claim(", "does not hold", claim)
     assert warned and re.search(r"\d+(\.\d+)? (µs|ms)", warned[0]), flipped.warnings
     assert "contradicted by the results" in flipped.text(page[:-3])
+
+
+def test_a_headline_kernel_its_machine_could_not_run_is_said_unavailable_on_the_dashboard(tmp_path):
+    """A kernel whose GPU machine lacked what it needs (cuTile's compiler, say) is recorded as
+    skipped with the reason: the dashboard says so, with the reason on hover, and the strict
+    build passes; a page that needs its number (a value, a comparison, a table of it) still fails it."""
+    import dataclasses
+
+    from labnotebook.results.store import Store
+
+    root = fixture_project(tmp_path, states=("fresh",))
+    store = Store(root / "results")
+    record = store.read("fresh", H100)
+    record.rows = [dataclasses.replace(r, status="skipped", time=None, check=None, unavailable=True,
+                                       error="requires cuda.tile, which is not installed")
+                   if r.name == "1_copy" else r for r in record.rows]
+    store.write(record)
+    built = build(root, strict=True)
+    assert not built.ok and all(w.startswith("fresh.md: ") for w in built.warnings), built.warnings
+    page = root / "docs" / "fresh.md"
+    text = page.read_text()
+    for needs in ('{{ value("fresh", "1_copy", "2^20") }}', '{{ compare("fresh", "2^20", "1_copy", "torch") }}',
+                  '{{ gpu_table("fresh", "2^20", ["1_copy", "torch"]) }}'):
+        assert needs in text
+        text = text.replace(needs, "none")
+    page.write_text(text)
+    built = build(root, strict=True)
+    assert built.ok, built.warnings
+    row = built.text("dashboard").split(" 1_copy · fresh ")[1][:80]
+    assert "– unavailable" in row and "⚠" not in row, row

@@ -53,8 +53,9 @@ def _cell(ctx: Context, experiment: str, gpu: str, name: str, case: str,
         row = view.timed(name, case)
     except Problem as p:
         declined = view.record and view.record.row(name, case)
-        if p.kind == "skipped" and not declined.unavailable:  # the kernel declares it cannot run this case
-            return f'<abbr title="{cell(declined.error or "")}">– not supported</abbr>', "", None, None
+        if p.kind == "skipped":  # the kernel declares it cannot run this case, or this machine lacks what it needs
+            said = "unavailable" if declined.unavailable else "not supported"
+            return f'<abbr title="{cell(declined.error or "")}">– {said}</abbr>', "", None, None
         return marker(ctx, p), "", None, markers.LOOKS[p.kind][2]
     value, unit = metrics.throughput(row)
     pct = metrics.pct_of_ceiling(row, view.record)

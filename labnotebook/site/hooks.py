@@ -46,7 +46,8 @@ def on_files(files, config):
             raise NotebookError(" | ".join(f.text for f in broken))
         for f in [f for f in files if f.src_uri.endswith(".ipynb")]:
             # The same page, read from the executed copy: ``<cache>/<key>/<its path under docs/>``.
-            folder = notebook.executed(Path(f.abs_src_path), f.src_uri, _root(config), _root(config) / ".cache" / "notebooks")
+            folder = notebook.executed(Path(f.abs_src_path), f.src_uri, _root(config),
+                                       _root(config) / ".cache" / "notebooks", keys)
             files.remove(f)
             files.append(File(f.src_uri, str(folder), config.site_dir, config.use_directory_urls))
     except NotebookError as e:

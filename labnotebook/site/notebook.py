@@ -1,45 +1,104 @@
 """The analysis notebook, executed once per set of inputs and cached.
 
 Executing it takes seconds (a kernel, matplotlib, every results file); doing so at every build
-made every build slow. Its output depends only on the notebook, the results files and the code it
-imports, so it runs when one of those changed and is read from ``.cache/notebooks/<hash>/`` (git
-ignores ``.cache/``) otherwise. mkdocs-jupyter then renders the executed copy without running it.
+made every build slow. Its output depends only on the notebook, the results files, the engine
+modules it imports and what it reads of the declarations and sources through them (each
+entry's headline case, each result's state), so it runs when one of those changed and is read
+from ``.cache/notebooks/<hash>/`` (git ignores ``.cache/``) otherwise: an edit to a kernel or a
+declaration that leaves those as they were, or to an engine module it does not import, runs
+nothing. mkdocs-jupyter then renders the executed copy without running it.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
+from ..declare.discover import load
 from ..errors import NotebookError
+from ..results.freshness import CurrentKeys, Stored
+from ..results.store import Store
 
 PACKAGE = Path(__file__).resolve().parent.parent
 KEEP = 4  # executed copies kept in the cache
 
 
 def inputs(notebook: Path, root: Path) -> list[Path]:
-    """What the notebook's output depends on: itself, the results, the declarations and the
-    code that reads them."""
-    return [notebook, *sorted((root / "results").rglob("*.json")),
-            *sorted((root / "snippets").glob("*/experiment.py")),
-            *sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)]
+    """The files the notebook's output depends on: itself, the results and the engine modules it
+    imports, transitively."""
+    return [notebook, *sorted((root / "results").rglob("*.json")), *sorted(imported(code(notebook)))]
 
 
-def key(notebook: Path, root: Path) -> str:
+def code(notebook: Path) -> str:
+    """The notebook's code cells as one Python source, its IPython magics left out."""
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    lines = [ln for c in cells if c["cell_type"] == "code" for ln in "".join(c["source"]).splitlines()]
+    return "\n".join(ln for ln in lines if not ln.lstrip().startswith(("%", "!")))
+
+
+def imported(source: str, package: str = "") -> set[Path]:
+    """The engine's module files ``source`` imports (``package``: its own, for relative imports),
+    and theirs, transitively: packages by their ``__init__.py``."""
+    found: set[Path] = set()
+    todo = [(source, package)]
+    while todo:
+        text, here = todo.pop()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(here.split(".")[:len(here.split(".")) - node.level + 1]) if node.level else ""
+                module = ".".join(filter(None, (base, node.module)))
+                names = [module, *(f"{module}.{a.name}" for a in node.names)]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                for i in range(1, len(parts) + 1):  # a module imports its packages first
+                    path = _module_file(parts[:i])
+                    if path and path not in found:
+                        found.add(path)
+                        todo.append((path.read_text(encoding="utf-8"), ".".join(parts[:i if path.name == "__init__.py" else i - 1])))
+    return found
+
+
+def _module_file(parts: list[str]) -> Path | None:
+    if parts[0] != PACKAGE.name:
+        return None
+    base = PACKAGE.parent.joinpath(*parts)
+    return next((p for p in (base / "__init__.py", base.with_suffix(".py")) if p.is_file()), None)
+
+
+def read(root: Path, current: CurrentKeys) -> bytes:
+    """What the notebook reads of the declarations and sources: each entry's headline case, and
+    the state of each of its results (stale where an edit changed what it measured)."""
+    store = Store(root / "results")
+    facts = {}
+    for name, folder in current.folders.items():
+        headline = load(folder).headline
+        facts[name] = {"headline": headline.case if headline else None,
+                       "states": {gpu: Stored.read(store, name, gpu, current).state for gpu in store.gpus(name)}}
+    return json.dumps(facts, sort_keys=True).encode()
+
+
+def key(notebook: Path, root: Path, current: CurrentKeys) -> str:
     h = hashlib.sha256()
     for p in inputs(notebook, root):  # named relative to their tree, so a copy of the project shares the key
         name = p.relative_to(root if p.is_relative_to(root) else PACKAGE.parent)
         h.update(name.as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    h.update(read(root, current))
     return h.hexdigest()[:16]
 
 
-def executed(notebook: Path, src_uri: str, root: Path, cache: Path) -> Path:
+def executed(notebook: Path, src_uri: str, root: Path, cache: Path, current: CurrentKeys) -> Path:
     """The folder that holds ``notebook`` (at ``src_uri`` under it, as under docs/) executed
     against the current inputs, running it if there is none yet."""
-    folder = cache / key(notebook, root)
+    folder = cache / key(notebook, root, current)
     out = folder / src_uri
     if out.exists():
         return folder
