@@ -16,6 +16,7 @@ import pytest
 from labnotebook import settings
 from labnotebook.errors import NotebookError
 from labnotebook.results.format import Check, Timing
+from labnotebook.results.freshness import CurrentKeys
 from labnotebook.results.rows import TransferRow
 from labnotebook.results import noise
 from labnotebook.site import dashboard, fmt, frontmatter, macros, notebook, plots
@@ -360,18 +361,18 @@ def test_contents_lists_entries_by_topic_oldest_first_and_marks_drafts():
 def test_the_notebook_reruns_only_when_its_inputs_change(root, tmp_path):
     nb = root / "docs" / "nb.ipynb"
     nb.write_text("{}")
-    key = notebook.key(nb, root)
-    assert notebook.key(nb, root) == key
+    key = notebook.key(nb, root, CurrentKeys(root))
+    assert notebook.key(nb, root, CurrentKeys(root)) == key
     copy = tmp_path / "copy"
     shutil.copytree(root / "results", copy / "results")
     (copy / "docs").mkdir()
     shutil.copyfile(nb, copy / "docs" / "nb.ipynb")
     (copy / "snippets").symlink_to(root / "snippets")
-    assert notebook.key(copy / "docs" / "nb.ipynb", copy) == key  # the same inputs elsewhere
+    assert notebook.key(copy / "docs" / "nb.ipynb", copy, CurrentKeys(copy)) == key  # the same inputs elsewhere
     record_ = record("fresh", H100, "x", rows(kernel_ms=0.009))
     from labnotebook.results.store import Store
     Store(copy / "results").write(record_)
-    assert notebook.key(copy / "docs" / "nb.ipynb", copy) != key  # new results: run it again
+    assert notebook.key(copy / "docs" / "nb.ipynb", copy, CurrentKeys(copy)) != key  # new results: run it again
 
 
 def test_timing_spread_is_in_the_medians_unit():

@@ -14,6 +14,7 @@ import shutil
 import pytest
 import yaml
 
+from labnotebook.results.freshness import CurrentKeys
 from labnotebook.site import notebook
 from labnotebook.results.store import Store
 from site_support import H100, H200, ROOT, SUBPATH, build, fixture_project, project
@@ -93,7 +94,8 @@ def test_index_lists_entries_oldest_first_and_the_runs_behind_them(built_site):
 
 def test_the_analysis_notebook_ran_once_and_is_cached_on_its_inputs(built_site):
     nb = built_site.site.parent / "docs" / "analysis.ipynb"
-    cached = ROOT / ".cache" / "notebooks" / notebook.key(nb, built_site.site.parent) / "analysis.ipynb"
+    root = built_site.site.parent
+    cached = ROOT / ".cache" / "notebooks" / notebook.key(nb, root, CurrentKeys(root)) / "analysis.ipynb"
     assert '"output_type": "display_data"' in (built_site.site / "analysis" / "analysis.ipynb").read_text()
     assert cached.exists()  # the next build with the same inputs renders this copy
     text = built_site.text("analysis")
@@ -106,7 +108,7 @@ def test_the_notebook_kernel_runs_without_the_tcp_warning(tmp_path, capfd):
     nb = tmp_path / "docs" / "quiet.ipynb"
     nb.parent.mkdir()
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")]), nb)
-    folder = notebook.executed(nb, "quiet.ipynb", tmp_path, tmp_path / ".cache")
+    folder = notebook.executed(nb, "quiet.ipynb", tmp_path, tmp_path / ".cache", CurrentKeys(tmp_path))
     assert "42" in (folder / "quiet.ipynb").read_text()
     assert "without encryption" not in capfd.readouterr().err  # the kernel's own stderr, a process of its own
 

@@ -36,7 +36,7 @@ def inputs(notebook: Path, root: Path) -> list[Path]:
 
 def code(notebook: Path) -> str:
     """The notebook's code cells as one Python source, its IPython magics left out."""
-    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
     lines = [ln for c in cells if c["cell_type"] == "code" for ln in "".join(c["source"]).splitlines()]
     return "\n".join(ln for ln in lines if not ln.lstrip().startswith(("%", "!")))
 

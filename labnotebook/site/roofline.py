@@ -67,8 +67,10 @@ def _roof_points(ctx, gpu) -> tuple[list[plots.RoofPoint], list[tuple[str, str, 
             profiled = view.record.profile.profiles.get(name) if view.record.profile else None
             case = profiled.case if profiled and profiled.main else exp.profile_case(name)
             row = view.record.row(name, case) if case else None
-            if row is None or row.on_cpu or not row.intensity and row.ok:
-                continue  # not on the GPU, or declares no arithmetic intensity: not a roofline point
+            if row is None or row.on_cpu or not row.intensity and row.ok or row.unavailable:
+                # not on the GPU, no arithmetic intensity declared, or a kernel its GPU's machine could
+                # not run (its entry and the dashboard say why): not a roofline point, nor a problem
+                continue
             if not row.ok or not row.time:
                 missing.append((f"{experiment} · {name}", gpu, "skipped" if row.status == "skipped" else
                                 "failed" if not row.ok else "not timed"))
