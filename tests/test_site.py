@@ -55,7 +55,7 @@ def test_rates_and_percentages():
 
 @pytest.mark.parametrize("ratio, verdict, words", [
     (1.25, "faster", "1.25× faster than `b`"), (0.8, "slower", "1.25× slower than `b`"),
-    (0.00393, "slower", "254× slower than `b`"), (1.0004, "faster", "1.0004× faster than `b`"),
+    (0.00393, "slower", "254× slower than `b`"), (1.0004, "faster", "0.04% faster than `b`"),
     (1.04, "level", "as fast as `b` (1.04×, within the spread)"), (0.997, "level", "as fast as `b` (within the spread)"),
 ])
 def test_speed_words_take_their_direction_from_the_noise_rule(ratio, verdict, words):

@@ -51,9 +51,11 @@ def times(x: float) -> str:
 def speed_words(c: Comparison, than: str = "") -> str:
     """A comparison as words, by the noise rule (``labnotebook/results/noise.py``), never a ratio below
     1: '1.25× faster than X', '1.25× slower than X', or, where the spreads overlap, 'as fast as
-    X (1.01×, within the spread)': a tie is said as one, with the ratio of medians beside it."""
+    X (1.01×, within the spread)': a tie is said as one, with the ratio of medians beside it. A
+    difference outside tight spreads that a ratio would round to 1.00× is said in percent: '0.43%
+    slower than X'."""
     ratio = c.ratio if c.ratio >= 1 else 1 / c.ratio
-    shown = times(ratio) if times(ratio) != times(1.0) or c.level else f"{sig(ratio, 5)}×"
+    shown = times(ratio) if times(ratio) != times(1.0) or c.level else f"{(ratio - 1) * 100:.2g}%"
     if c.level:
         apart = "" if shown == times(1.0) else f"{shown}, "
         words = f"as fast as {than}" if than else "level"
