@@ -4,7 +4,9 @@ there is no GPU."""
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -43,13 +45,42 @@ def run_cli(*args: str, root: Path = ROOT, env: dict | None = None) -> subproces
                           capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=900)
 
 
+def run_folder(tmp_path_factory) -> Path | None:
+    """Under pytest-xdist, the folder of this run that all its workers share; None without it."""
+    return tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else None
+
+
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory):
     """The real notebook's pages and committed results, as they are, built once with --strict for
-    the tests that read or browse it (tests/site_support.py)."""
-    from site_support import build_real_site
+    the tests that read or browse it (tests/site_support.py): once per run, under pytest-xdist
+    too, where the first worker to need it builds it (others wait for it) in the run's folder."""
+    from site_support import Built, build_real_site
 
-    return build_real_site(tmp_path_factory.mktemp("real"))
+    shared = run_folder(tmp_path_factory)
+    if shared is None:
+        return build_real_site(tmp_path_factory.mktemp("real"))
+    with open(shared / "real.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        outcome = shared / "real.json"
+        if not outcome.exists():
+            built = build_real_site(shared / "real")
+            outcome.write_text(json.dumps({"ok": built.ok, "warnings": built.warnings, "error": built.error}))
+        seen = json.loads(outcome.read_text())
+    return Built(seen["ok"], seen["warnings"], seen["error"], shared / "real" / "site")
+
+
+@pytest.fixture(scope="session")
+def cubin_cache(tmp_path_factory) -> Path:
+    """One cubin cache for the run, every worker's: its entries are keyed by all that decides a
+    cubin (nvcc, the flags, the file and the headers it may include: run/compile.py), so a
+    kernel that several tests compile the same way (test_compile's every kernel, the machine-code
+    keys) is compiled once a run."""
+    shared = run_folder(tmp_path_factory)
+    if shared is None:
+        return tmp_path_factory.mktemp("cubins")
+    (shared / "cubins").mkdir(exist_ok=True)
+    return shared / "cubins"
 
 
 @pytest.fixture

@@ -14,6 +14,8 @@ from labnotebook.declare.experiment import Kernel
 
 from conftest import FAULTS, ROOT
 
+pytestmark = pytest.mark.xdist_group("compile")  # its module fixtures: one worker
+
 KERNELS = sorted(ROOT.glob("snippets/*/*.cu"))
 
 
@@ -28,9 +30,9 @@ def declared_options() -> dict[Path, tuple[str, ...]]:
 
 
 @pytest.fixture(scope="module")
-def every_kernel(tmp_path_factory):
-    """Every kernel compiled once, all at a time (nvcc is a process per kernel): ``{source: Compiled
-    or the error}``."""
+def every_kernel(tmp_path_factory, cubin_cache):
+    """Every kernel compiled once, all at a time (nvcc is a process per kernel), into the run's
+    cubin cache: ``{source: Compiled or the error}``."""
     from labnotebook.run.compile import nvcc_path
 
     if nvcc_path() is None:
@@ -40,7 +42,8 @@ def every_kernel(tmp_path_factory):
 
     def one(source: Path):
         try:
-            return compile_cubin(source, out / source.parent.name, "sm_90", options.get(source, ()), root=ROOT)
+            return compile_cubin(source, out / source.parent.name, "sm_90", options.get(source, ()), root=ROOT,
+                                 cache=cubin_cache)
         except CompileError as e:
             return e
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
