@@ -29,6 +29,18 @@ def _gpu_reason() -> str | None:
     return None
 
 
+# Under pytest-xdist (pyproject's addopts), the tests of these modules run on one worker, one
+# after the other: they share module fixtures that cost seconds (a fake-GPU build, the fault and
+# flipped sites, the perturbed project with its parsed records, the browser with the links its
+# pages gathered, the copied project). Every other test is handed out on its own.
+TOGETHER = ("test_browser.py", "test_build.py", "test_machine_keys.py", "test_site_builds.py",
+            "test_claims_perturbed.py")
+# The order the work is handed out in: the longest first, so that no worker is left with a long
+# one at the end; the browser first of all, as it builds the real site the others read.
+FIRST = ("test_browser.py", "test_build.py", "test_machine_keys.py", "test_compile.py", "test_site_builds.py",
+         "test_claims_perturbed.py")
+
+
 def pytest_collection_modifyitems(config, items):
     reason = _gpu_reason()
     if reason:
@@ -36,6 +48,26 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: each module in its order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """For pytest-xdist's default ``--dist load``: its scope scheduling, a scope being a module of
+    TOGETHER or a single test (xdist's own ``--dist loadgroup`` cannot do it: under pytest 9 its
+    group marks are lost), handed out in the order collected."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduler(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::")[0]
+            return module if module.rsplit("/", 1)[-1] in TOGETHER else nodeid
+
+    config.option.loadscopereorder = False
+    return Scheduler(config, log)
 
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from site_support import ROOT, SUBPATH
 
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]  # one browser, one server: one worker
+pytestmark = pytest.mark.browser
 ARTIFACTS = ROOT / "test-artifacts"
 ENTRIES = [line.strip()[2:-3] + "/" for line in (ROOT / "mkdocs.yml").read_text().split("- Entries:")[1].splitlines()
            if line.strip().startswith("- ")]

@@ -14,8 +14,6 @@ from labnotebook.results.store import Store
 
 from conftest import FAULTS, ROOT, copy_project, run_cli
 
-pytestmark = pytest.mark.xdist_group("build")  # its module fixtures: one worker
-
 FAKE = ROOT / "tests" / "fakegpu"
 GPU = "NVIDIA Fake GPU"
 FAULTY = ["wrong_answer", "launch_raises", "host_raises", "no_compile", "sneaky_read", "out_of_bounds"]

@@ -25,8 +25,6 @@ from labnotebook.site.views import Results
 from labnotebook.results.store import Store
 from site_support import H100, H200, ROOT, project
 
-pytestmark = pytest.mark.xdist_group("claims_perturbed")  # its module fixtures: one worker
-
 CALL = re.compile(r"\{%\s*call\s+(claim\(.*?\))\s*%\}|\{\{\s*((?:compare|best)\(.*?\))\s*\}\}", re.S)
 
 

@@ -21,8 +21,6 @@ from labnotebook.results.store import Store
 
 from conftest import ROOT
 
-pytestmark = pytest.mark.xdist_group("machine_keys")  # its module fixtures: one worker
-
 needs_nvcc = pytest.mark.skipif(machine.nvcc_build() is None, reason="no nvcc on this machine")
 GPU = "NVIDIA H100 80GB HBM3"
 TILED = "snippets/matmul/3_shared_tiled.cu"

@@ -18,9 +18,6 @@ from labnotebook.site import notebook
 from labnotebook.results.store import Store
 from site_support import H100, H200, ROOT, SUBPATH, build, fixture_project, project
 
-pytestmark = pytest.mark.xdist_group("site_builds")  # its module fixtures: one worker
-
-
 def is_draft(page) -> bool:
     text = page.read_text()
     return text.startswith("---") and bool((yaml.safe_load(text.split("---", 2)[1]) or {}).get("draft"))
