@@ -30,15 +30,16 @@ def _gpu_reason() -> str | None:
 
 
 # Under pytest-xdist (pyproject's addopts), the tests of these modules run on one worker, one
-# after the other: they share module fixtures that cost seconds (a fake-GPU build, the fault and
-# flipped sites, the perturbed project with its parsed records, the browser with the links its
-# pages gathered, the copied project). Every other test is handed out on its own.
+# after the other: they share module fixtures or caches that cost seconds (a fake-GPU build, the
+# fault and flipped sites, the perturbed project with its parsed records, the browser with the
+# links its pages gathered, the copied project, the edge cases' inputs and references). Every
+# other test is handed out on its own.
 TOGETHER = ("test_browser.py", "test_build.py", "test_machine_keys.py", "test_site_builds.py",
-            "test_claims_perturbed.py")
+            "test_claims_perturbed.py", "test_experiments.py")
 # The order the work is handed out in: the longest first, so that no worker is left with a long
 # one at the end; the browser first of all, as it builds the real site the others read.
 FIRST = ("test_browser.py", "test_build.py", "test_machine_keys.py", "test_compile.py", "test_site_builds.py",
-         "test_claims_perturbed.py")
+         "test_claims_perturbed.py", "test_experiments.py")
 
 
 def pytest_collection_modifyitems(config, items):
