@@ -4,7 +4,9 @@ there is no GPU."""
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -27,6 +29,19 @@ def _gpu_reason() -> str | None:
     return None
 
 
+# Under pytest-xdist (pyproject's addopts), the tests of these modules run on one worker, one
+# after the other: they share module fixtures or caches that cost seconds (a fake-GPU build, the
+# fault and flipped sites, the perturbed project with its parsed records, the browser with the
+# links its pages gathered, the copied project, the edge cases' inputs and references). Every
+# other test is handed out on its own.
+TOGETHER = ("test_browser.py", "test_build.py", "test_machine_keys.py", "test_site_builds.py",
+            "test_claims_perturbed.py", "test_experiments.py")
+# The order the work is handed out in: the longest first, so that no worker is left with a long
+# one at the end; the browser first of all, as it builds the real site the others read.
+FIRST = ("test_browser.py", "test_build.py", "test_machine_keys.py", "test_compile.py", "test_site_builds.py",
+         "test_claims_perturbed.py", "test_experiments.py")
+
+
 def pytest_collection_modifyitems(config, items):
     reason = _gpu_reason()
     if reason:
@@ -34,6 +49,26 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: each module in its order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """For pytest-xdist's default ``--dist load``: its scope scheduling, a scope being a module of
+    TOGETHER or a single test (xdist's own ``--dist loadgroup`` cannot do it: under pytest 9 its
+    group marks are lost), handed out in the order collected."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduler(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::")[0]
+            return module if module.rsplit("/", 1)[-1] in TOGETHER else nodeid
+
+    config.option.loadscopereorder = False
+    return Scheduler(config, log)
 
 
 
@@ -43,13 +78,42 @@ def run_cli(*args: str, root: Path = ROOT, env: dict | None = None) -> subproces
                           capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=900)
 
 
+def run_folder(tmp_path_factory) -> Path | None:
+    """Under pytest-xdist, the folder of this run that all its workers share; None without it."""
+    return tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else None
+
+
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory):
     """The real notebook's pages and committed results, as they are, built once with --strict for
-    the tests that read or browse it (tests/site_support.py)."""
-    from site_support import build_real_site
+    the tests that read or browse it (tests/site_support.py): once per run, under pytest-xdist
+    too, where the first worker to need it builds it (others wait for it) in the run's folder."""
+    from site_support import Built, build_real_site
 
-    return build_real_site(tmp_path_factory.mktemp("real"))
+    shared = run_folder(tmp_path_factory)
+    if shared is None:
+        return build_real_site(tmp_path_factory.mktemp("real"))
+    with open(shared / "real.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        outcome = shared / "real.json"
+        if not outcome.exists():
+            built = build_real_site(shared / "real")
+            outcome.write_text(json.dumps({"ok": built.ok, "warnings": built.warnings, "error": built.error}))
+        seen = json.loads(outcome.read_text())
+    return Built(seen["ok"], seen["warnings"], seen["error"], shared / "real" / "site")
+
+
+@pytest.fixture(scope="session")
+def cubin_cache(tmp_path_factory) -> Path:
+    """One cubin cache for the run, every worker's: its entries are keyed by all that decides a
+    cubin (nvcc, the flags, the file and the headers it may include: run/compile.py), so a
+    kernel that several tests compile the same way (test_compile's every kernel, the machine-code
+    keys) is compiled once a run."""
+    shared = run_folder(tmp_path_factory)
+    if shared is None:
+        return tmp_path_factory.mktemp("cubins")
+    (shared / "cubins").mkdir(exist_ok=True)
+    return shared / "cubins"
 
 
 @pytest.fixture

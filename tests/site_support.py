@@ -19,6 +19,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import jinja2
+
 from labnotebook.results.freshness import CurrentKeys
 from labnotebook.results.store import Store
 
@@ -91,6 +93,25 @@ class Built:
         return [w for w in self.warnings if all(x in w for x in words)]
 
 
+class _Compiled(jinja2.BytecodeCache):
+    """The theme's templates compiled once per test process, not at every build (mkdocs makes a
+    new Jinja environment for each): a bytecode cache in memory, each entry checked against its
+    template's source by Jinja."""
+
+    def __init__(self):
+        self.code: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket):
+        if bucket.key in self.code:
+            bucket.bytecode_from_string(self.code[bucket.key])
+
+    def dump_bytecode(self, bucket):
+        self.code[bucket.key] = bucket.bytecode_to_string()
+
+
+_THEME_CODE = _Compiled()
+
+
 class _Capture(logging.Handler):
     def __init__(self):
         super().__init__(logging.WARNING)
@@ -100,12 +121,18 @@ class _Capture(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+def _with_cache(env: jinja2.Environment) -> jinja2.Environment:
+    env.bytecode_cache = _THEME_CODE
+    return env
+
+
 def build(root: Path, strict: bool = False, site_url: str | None = None) -> Built:
     """``mkdocs build [--strict]`` of the project at ``root``, in this process (``site_url``:
     where it will be served, as NOTEBOOK_SITE_URL sets it)."""
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
     from mkdocs.exceptions import Abort
+    from mkdocs.theme import Theme
 
     site = root / "site"
     capture = _Capture()
@@ -115,6 +142,8 @@ def build(root: Path, strict: bool = False, site_url: str | None = None) -> Buil
     os.chdir(root)  # mkdocs-jupyter resolves its cache folder from here
     if site_url:
         os.environ["NOTEBOOK_SITE_URL"] = site_url
+    get_env = Theme.get_env
+    Theme.get_env = lambda theme: _with_cache(get_env(theme))
     try:
         config = load_config(str(root / "mkdocs.yml"), site_dir=str(site), strict=strict)
         config.plugins.on_startup(command="build", dirty=False)
@@ -125,6 +154,7 @@ def build(root: Path, strict: bool = False, site_url: str | None = None) -> Buil
     except (Abort, SystemExit) as e:
         error = str(e) or "aborted"
     finally:
+        Theme.get_env = get_env
         os.chdir(cwd)
         logger.removeHandler(capture)
         if site_url:

@@ -1,7 +1,5 @@
 """Every kernel compiles with nvcc for sm_90, and a kernel that does not says where and why."""
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -28,9 +26,10 @@ def declared_options() -> dict[Path, tuple[str, ...]]:
 
 
 @pytest.fixture(scope="module")
-def every_kernel(tmp_path_factory):
-    """Every kernel compiled once, all at a time (nvcc is a process per kernel): ``{source: Compiled
-    or the error}``."""
+def compile_kernel(tmp_path_factory, cubin_cache):
+    """``compile_kernel(source)``: the kernel compiled (or the CompileError) when its test asks
+    for it, into the run's cubin cache; pytest-xdist spreads the tests, and with them nvcc's
+    processes (one per kernel), over the cores."""
     from labnotebook.run.compile import nvcc_path
 
     if nvcc_path() is None:
@@ -38,13 +37,13 @@ def every_kernel(tmp_path_factory):
     out = tmp_path_factory.mktemp("cubins")
     options = declared_options()
 
-    def one(source: Path):
+    def compile_kernel(source: Path):
         try:
-            return compile_cubin(source, out / source.parent.name, "sm_90", options.get(source, ()), root=ROOT)
+            return compile_cubin(source, out / source.parent.name, "sm_90", options.get(source, ()), root=ROOT,
+                                 cache=cubin_cache)
         except CompileError as e:
             return e
-    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        return dict(zip(KERNELS, pool.map(one, KERNELS)))
+    return compile_kernel
 
 
 # Spills a rung takes on purpose, in bytes stored, as ptxas reported them when it was measured:
@@ -55,8 +54,8 @@ DECLARED_SPILLS = {"attention/5_flash2.cu": 16}
 
 
 @pytest.mark.parametrize("source", KERNELS, ids=[k.relative_to(ROOT / "snippets").as_posix() for k in KERNELS])
-def test_every_kernel_compiles_for_sm90(source: Path, every_kernel):
-    compiled = every_kernel[source]
+def test_every_kernel_compiles_for_sm90(source: Path, compile_kernel):
+    compiled = compile_kernel(source)
     assert not isinstance(compiled, CompileError), f"{compiled}\n{compiled.detail}"
     assert compiled.cubin.stat().st_size > 0
     # The resource report is read for every entry function: registers, shared memory, spills.

@@ -27,15 +27,16 @@ TILED = "snippets/matmul/3_shared_tiled.cu"
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory) -> Path:
-    """The engine, experiments, settings and results, in a folder of their own, and one cubin
-    cache for every copy (its entries are keyed by content, so a copy compiles only what it edits)."""
+def pristine(tmp_path_factory, cubin_cache) -> Path:
+    """The engine, experiments, settings and results, in a folder of their own, and the run's
+    cubin cache for every copy (its entries are keyed by content, so a copy compiles only what it
+    edits)."""
     root = tmp_path_factory.mktemp("pristine")
     for name in ("labnotebook", "snippets", "results"):
         shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copyfile(ROOT / "mkdocs.yml", root / "mkdocs.yml")
     (root / ".cache").mkdir()
-    (root / ".cache" / "cubins").symlink_to(tmp_path_factory.mktemp("cubins"), target_is_directory=True)
+    (root / ".cache" / "cubins").symlink_to(cubin_cache, target_is_directory=True)
     return root
 
 
@@ -277,7 +278,7 @@ def test_machine_keys_are_the_same_from_two_checkout_paths_and_match_the_record(
 @pytest.mark.parametrize("source,arch", [("snippets/matmul/9_any_shape.cu", "sm_90"),
                                          ("snippets/softmax/12_pipelined.cu", "sm_90"),
                                          ("snippets/matmul_fp16/5_warp_specialized.cu", "sm_90a")])
-def test_line_tables_change_no_code(tmp_path, source, arch):
+def test_line_tables_change_no_code(tmp_path, cubin_cache, source, arch):
     """The key compiles without -lineinfo, the run with it: the code is the same."""
     from io import BytesIO
 
@@ -287,7 +288,7 @@ def test_line_tables_change_no_code(tmp_path, source, arch):
 
     def code(line_info: bool) -> dict[str, bytes]:
         out = tmp_path / str(line_info)
-        cubin = compile_cubin(ROOT / source, out, arch, (), ROOT, line_info=line_info).cubin
+        cubin = compile_cubin(ROOT / source, out, arch, (), ROOT, cubin_cache, line_info=line_info).cubin
         elf = ELFFile(BytesIO(cubin.read_bytes()))
         return {s.name: s.data() for s in elf.iter_sections() if s.name.startswith((".text", ".nv.constant", ".nv.shared"))}
 

@@ -36,6 +36,7 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Literal, Mapping
 
@@ -73,6 +74,7 @@ def file_hash(path: Path) -> str:
     return meaning(path.read_bytes()) if path.suffix == ".py" else text_hash(path)
 
 
+@lru_cache(maxsize=4096)  # by content: a process that keys many copies of one project parses each file once
 def meaning(source: bytes) -> str:
     """A Python file's syntax tree, without docstrings, with imports from the engine reduced to
     the names they bind, dumped in a form that does not change between Python versions. Source
@@ -177,6 +179,24 @@ class Key:
         return self.text if rule == TEXT else self.files
 
 
+@lru_cache(maxsize=4096)  # by content, as ``meaning``
+def _imported(source: bytes) -> tuple[tuple[str, tuple[str, ...], int], ...]:
+    """Each import of a Python file, in the order its syntax tree is walked: ``(module, names,
+    level)``, ``import a, b`` as one each without names; none where it does not parse (it cannot
+    run either; the run will say so)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, (), 0) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            out.append((node.module or "", tuple(a.name for a in node.names), node.level))
+    return tuple(out)
+
+
 class Sources:
     """Finds the files of keys under one project root. The engine is read from the root's own
     ``labnotebook/`` where it has one (a copy of the project keys its own engine), else from the
@@ -271,18 +291,10 @@ class Sources:
         """The keyed Python files ``path`` imports: files of the experiment's folder, and engine
         modules in ``KEYED`` (not MECHANICS; re-exports followed to where a name
         is defined)."""
-        try:
-            tree = ast.parse(path.read_bytes(), filename=str(path))
-        except SyntaxError:
-            return []  # it cannot run either; the run will say so
         package = self._package_of(path)
         out: list[Path] = []
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    out += self._module(alias.name, [], package, 0, folder)
-            elif isinstance(node, ast.ImportFrom):
-                out += self._module(node.module or "", [a.name for a in node.names], package, node.level, folder)
+        for module, names, level in _imported(path.read_bytes()):
+            out += self._module(module, list(names), package, level, folder)
         return [p for p in out if self._keyed(p)]
 
     def _package_of(self, path: Path) -> str | None:
