@@ -291,11 +291,26 @@ class Sources:
         """The keyed Python files ``path`` imports: files of the experiment's folder, and engine
         modules in ``KEYED`` (not MECHANICS; re-exports followed to where a name
         is defined)."""
-        package = self._package_of(path)
+        return [p for p in self.python_imports(path.read_bytes(), self._package_of(path), folder) if self._keyed(p)]
+
+    def python_imports(self, source: bytes, package: str | None, folder: Path | None = None) -> list[Path]:
+        """The files of ours that ``source`` imports (``package``: its own, for relative
+        imports; ``folder``: an experiment's, for its own modules), keyed or not."""
         out: list[Path] = []
-        for module, names, level in _imported(path.read_bytes()):
+        for module, names, level in _imported(source):
             out += self._module(module, list(names), package, level, folder)
-        return [p for p in out if self._keyed(p)]
+        return out
+
+    def engine_closure(self, source: bytes) -> set[Path]:
+        """The engine modules ``source`` imports, and theirs, transitively, keyed or not."""
+        seen: set[Path] = set()
+        todo = self.python_imports(source, None)
+        while todo:
+            path = todo.pop()
+            if path not in seen and path.is_file():
+                seen.add(path)
+                todo += self.python_imports(path.read_bytes(), self._package_of(path))
+        return seen
 
     def _package_of(self, path: Path) -> str | None:
         """``labnotebook.run`` for an engine file, for resolving its relative imports."""

@@ -11,7 +11,6 @@ nothing. mkdocs-jupyter then renders the executed copy without running it.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import os
@@ -22,6 +21,7 @@ from pathlib import Path
 from ..declare.discover import load
 from ..errors import NotebookError
 from ..results.freshness import CurrentKeys, Stored
+from ..results.keys import Sources
 from ..results.store import Store
 
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -31,7 +31,8 @@ KEEP = 4  # executed copies kept in the cache
 def inputs(notebook: Path, root: Path) -> list[Path]:
     """The files the notebook's output depends on: itself, the results and the engine modules it
     imports, transitively."""
-    return [notebook, *sorted((root / "results").rglob("*.json")), *sorted(imported(code(notebook)))]
+    imported = Sources(root).engine_closure(code(notebook).encode())
+    return [notebook, *sorted((root / "results").rglob("*.json")), *sorted(imported)]
 
 
 def code(notebook: Path) -> str:
@@ -39,39 +40,6 @@ def code(notebook: Path) -> str:
     cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
     lines = [ln for c in cells if c["cell_type"] == "code" for ln in "".join(c["source"]).splitlines()]
     return "\n".join(ln for ln in lines if not ln.lstrip().startswith(("%", "!")))
-
-
-def imported(source: str, package: str = "") -> set[Path]:
-    """The engine's module files ``source`` imports (``package``: its own, for relative imports),
-    and theirs, transitively: packages by their ``__init__.py``."""
-    found: set[Path] = set()
-    todo = [(source, package)]
-    while todo:
-        text, here = todo.pop()
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = ".".join(here.split(".")[:len(here.split(".")) - node.level + 1]) if node.level else ""
-                module = ".".join(filter(None, (base, node.module)))
-                names = [module, *(f"{module}.{a.name}" for a in node.names)]
-            else:
-                continue
-            for name in names:
-                parts = name.split(".")
-                for i in range(1, len(parts) + 1):  # a module imports its packages first
-                    path = _module_file(parts[:i])
-                    if path and path not in found:
-                        found.add(path)
-                        todo.append((path.read_text(encoding="utf-8"), ".".join(parts[:i if path.name == "__init__.py" else i - 1])))
-    return found
-
-
-def _module_file(parts: list[str]) -> Path | None:
-    if parts[0] != PACKAGE.name:
-        return None
-    base = PACKAGE.parent.joinpath(*parts)
-    return next((p for p in (base / "__init__.py", base.with_suffix(".py")) if p.is_file()), None)
 
 
 def read(root: Path, current: CurrentKeys) -> bytes:
