@@ -328,17 +328,17 @@ def test_edge_cases_are_awkward_and_small(name):
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if experiment(n).paths])
-def test_racecheck_s_edge_cases_take_every_path_that_any_case_takes(name):
-    """racecheck runs a few small edge cases where the experiment declares its paths: together
+def test_the_sanitizer_s_edge_cases_take_every_path_that_any_case_takes(name):
+    """The sanitizer tools run a few small edge cases where the experiment declares its paths: together
     they take every path a timed or edge case takes (so the edge cases must), and none is left
     out that takes a path no smaller one does."""
     exp = experiment(name)
-    chosen = exp.racecheck_cases()
+    chosen = exp.sanitizer_cases()
     assert chosen and all(c in exp.edge_cases for c in chosen)
     taken = {p for c in chosen for p in exp.paths(c)}
     for case in [*exp.cases, *exp.edge_cases]:
         missed = set(exp.paths(case)) - taken
-        assert not missed, f"{name}: {case.name} takes {sorted(missed)}, which no edge case racecheck runs takes"
+        assert not missed, f"{name}: {case.name} takes {sorted(missed)}, which no edge case the sanitizer runs takes"
     for case in chosen:
         smaller = {p for c in chosen if size(c) < size(case) for p in exp.paths(c)}
         assert set(exp.paths(case)) - smaller, f"{name}: {case.name} takes no path a smaller one does not"

@@ -108,6 +108,9 @@ class Profiling:
             share = startup / max(1, len(done) + died)
             for n in done:
                 results[n] = (ncu.parse(by_range, accounts[n]), round(accounts[n]["seconds"] + share, 2))
+                costliest = sorted(accounts[n].get("seconds_by", {}).items(), key=lambda kv: -kv[1])[:4]
+                self.console.print(f"[dim]{escape(n)}: profile {results[n][1]:.1f} s ("
+                                   + escape(", ".join(f"{k} {v:.1f} s" for k, v in costliest)) + ")[/]")
             left = left[len(done):]
             if died:
                 why = f"timed out after {limit:.0f} s under ncu" if status is None else \

@@ -1,7 +1,7 @@
 """The compute-sanitizer pass over a verified run: one untimed job per tool, each a worker in
-``--verify-only`` mode under the tool (``sanitizer.py`` has the command and reads its output),
-and, once the last is back, the tools' verdicts in the record and the pass's seconds in its
-phases."""
+``--verify-only`` mode under the tool at the experiment's ``sanitizer_cases`` (``sanitizer.py``
+has the command and reads its output), and, once the last is back, the tools' verdicts in the
+record and the pass's seconds in its phases."""
 
 from __future__ import annotations
 
@@ -57,6 +57,8 @@ class Sanitizing:
             ran = [finished[t] for t in tools if t in finished]
             if ran:  # the tools run side by side: the pass took from the first start to the last end
                 record.phases_s["sanitizer"] = round(max(j.ended for j in ran) - min(j.started for j in ran), 2)
+                each = ", ".join(f"{t} {finished[t].ended - finished[t].started:.1f} s" for t in tools if t in finished)
+                self.workers.console.print(f"[dim]{name}: sanitizer {record.phases_s['sanitizer']:.1f} s ({each})[/]")
             if tools:
                 record.sanitizer = {k: {t: report[k][t] for t in TOOLS} for k in report}
             return then()
@@ -74,9 +76,8 @@ class Sanitizing:
         def run(g: int):
             with tempfile.TemporaryDirectory(prefix="notebook-sanitize-") as tmp:
                 out = Path(tmp) / "r.json"
-                # racecheck at the edge cases that take every path the experiment declares, the others at all
-                cover = ["--paths-cover"] if tool == "racecheck" else []
-                worker = self.workers.command(name, ["--verify-only", *cover, "--out", str(out), *only])
+                # the edge cases that together take every path the experiment declares (all, where it declares none)
+                worker = self.workers.command(name, ["--verify-only", "--paths-cover", "--out", str(out), *only])
                 status, lines = self.workers.run_quietly(command(tool, worker), g, exp.time_limit_s)
                 finished = status is not None and out.exists() and "format" in read_json(out)
             if status is None:

@@ -219,12 +219,11 @@ class Experiment:
     # Sizes that are only verified, never timed: 1, primes, non-multiples of the block,
     # non-finite values. The compute-sanitizer pass runs these.
     edge_cases: list[Case] = field(default_factory=list)
-    # The code paths a case takes inside a block, by name (which template a type and a head
-    # size instantiate, one tile or several, a ragged last one, a pipeline's stages reused, a
-    # mask): racecheck, which looks at one block's shared memory at a time and whose cost grows
-    # with its traffic, then runs the smallest edge cases that together take every path any
-    # case takes (``racecheck_cases``), where the other tools run every edge case. None: every
-    # edge case under every tool.
+    # The code paths a case takes, by name (which template a type and a head size instantiate,
+    # one tile or several, a ragged last one, a pipeline's stages reused, a mask, one block or
+    # several): the compute-sanitizer tools, which slow a kernel tens of times (racecheck more,
+    # with a block's shared-memory traffic), then run the smallest edge cases that together take
+    # every path any case takes (``sanitizer_cases``). None: every edge case under every tool.
     paths: Callable[[Case], Iterable[str]] | None = None
     # Sizes at and past 2^31 elements: verified (in bounded memory), not timed, and not run
     # under the compute-sanitizer, whose shadow memory would not fit.
@@ -267,8 +266,8 @@ class Experiment:
     def all_cases(self) -> list[Case]:
         return self.cases + self.edge_cases + self.large_cases
 
-    def racecheck_cases(self) -> list[Case]:
-        """The edge cases racecheck runs: every one where no ``paths`` are declared; else, from
+    def sanitizer_cases(self) -> list[Case]:
+        """The edge cases the sanitizer tools run: every one where no ``paths`` are declared; else, from
         the smallest (by the product of its numeric parameters), each that takes a path no
         smaller one took."""
         if self.paths is None:

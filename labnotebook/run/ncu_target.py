@@ -23,13 +23,10 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-import numpy as np
-
 from ..errors import NotebookError
 from ..declare.discover import load
 from ..declare.experiment import Case, Experiment, Kernel, Unsupported
 from . import protocol
-from .case_arrays import CaseArrays
 from .host_code import CaseError, host_call, module_installed
 from .measure import Runnable
 from .runner import FatalCudaError, Runner
@@ -64,11 +61,12 @@ def profile_launches(exp: Experiment, folder: Path, root: Path, cubin_cache: Pat
                      numbers: Iterator[int], only: set[str] | None = None) -> dict:
     """Launch everything once at its profile case, each in its own range. Returns what the pass
     needs to read ncu's report: ``ranges`` ({name: its range's number}), ``cases`` ({name: case})
-    and ``skipped`` ({name: why it has no profile})."""
+    and ``skipped`` ({name: why it has no profile}); and where the time went, ``seconds_by``
+    ({name: its profiled launch, ncu's replays included; "case NAME": its inputs and reference})."""
     if not module_installed("nvtx"):
         raise NotebookError("the profile pass names each launch with an NVTX range: pip install nvtx")
     runner = Runner(exp, folder, root, log=lambda line: None, cubin_cache=cubin_cache, only=only)
-    account = {"ranges": {}, "cases": {}, "skipped": {}}
+    account = {"ranges": {}, "cases": {}, "skipped": {}, "seconds_by": {}}
     try:
         with tempfile.TemporaryDirectory(prefix="notebook-cubin-", dir=cubin_cache) as build_dir:
             runner.compile(Path(build_dir))
@@ -111,14 +109,18 @@ def _profile_case(runner: Runner, case: Case, runnables: list[Runnable], numbers
     exp, skipped = runner.exp, account["skipped"]
     for r in runnables:
         account["cases"][r.name] = case.name
+    t0 = time.perf_counter()
     try:
         inputs = host_call(exp.inputs, "inputs", case, case, protocol.case_rng(exp, case))
-        _, shapes = runner.reference_and_shapes(case, inputs, keep=False)
-        arrays = CaseArrays(runner.cuda, inputs, {n: np.empty(shapes[n], dt) for n, dt in exp.outputs.items()})
+        # The reference only gives the outputs' shapes here: on the GPU where it can go, it costs
+        # milliseconds where the host takes seconds (attention's float64 at its headline).
+        arrays, _ = runner.upload(case, inputs, keep=False)
     except (CaseError, runner.cuda.Error) as e:
         for r in runnables:
             skipped[r.name] = f"case {case.name}: {e}"
         return
+    seconds = account["seconds_by"]
+    seconds[f"case {case.name}"] = round(time.perf_counter() - t0, 2)
     try:
         for r in runnables:
             why = _why_not(runner, r)
@@ -139,10 +141,12 @@ def _profile_case(runner: Runner, case: Case, runnables: list[Runnable], numbers
                 continue
             number = next(numbers)
             account["ranges"][r.name] = number
+            t0 = time.perf_counter()
             try:
                 with _profiled(runner.cuda, RANGE + str(number)):
                     go()
                     runner.context.synchronize()
+                seconds[r.name] = round(time.perf_counter() - t0, 2)
             except Exception as e:
                 runner.check_context(f"profiling {r.name}")
                 skipped[r.name] = f"{type(e).__name__}: {e}"

@@ -152,19 +152,11 @@ class Runner:
 
         def failed(error: str) -> list[Row]:
             return [runnable_row(r, base, status="failed", error=error) for r in runnables]
-        arrays = None
         with phase("inputs"):
             try:
                 inputs = host_call(exp.inputs, "inputs", case, case, protocol.case_rng(exp, case))
-                on_gpu = references.goes_on_gpu(exp, inputs, self.gpu_checks)
-                reference, shapes = (None, None) if on_gpu else self.reference_and_shapes(case, inputs)
-                arrays = CaseArrays(self.cuda, inputs)
-                if on_gpu:
-                    reference, shapes = references.on_gpu(exp, case, inputs, arrays, self.log)
-                arrays.add_outputs({name: np.empty(shapes[name], dtype) for name, dtype in exp.outputs.items()})
+                arrays, reference = self.upload(case, inputs)
             except (CaseError, self.cuda.Error) as e:
-                if arrays is not None:
-                    arrays.free()
                 if isinstance(e, CaseError):
                     return failed(str(e))
                 # Out of device memory, say: this case fails, the others still run.
@@ -195,9 +187,22 @@ class Runner:
             arrays.free()
         return rows
 
-    def reference_and_shapes(self, case: Case, inputs: dict, keep: bool = True) -> tuple[dict | None, dict[str, tuple]]:
-        """The case's reference on the host and its outputs' shapes (``reference.on_host``)."""
-        return references.on_host(self.exp, case, inputs, keep)
+    def upload(self, case: Case, inputs: dict, keep: bool = True) -> tuple[CaseArrays, object]:
+        """``inputs`` on the GPU with room for the outputs, and the case's reference: on the GPU
+        where ``references.goes_on_gpu``, else on the host (where ``keep`` False spares a
+        row-wise reference, when only the outputs' shapes are wanted). Nothing stays allocated
+        if it fails."""
+        on_gpu = references.goes_on_gpu(self.exp, inputs, self.gpu_checks)
+        reference, shapes = (None, None) if on_gpu else references.on_host(self.exp, case, inputs, keep)
+        arrays = CaseArrays(self.cuda, inputs)
+        try:
+            if on_gpu:
+                reference, shapes = references.on_gpu(self.exp, case, inputs, arrays, self.log)
+            arrays.add_outputs({name: np.empty(shapes[name], dtype) for name, dtype in self.exp.outputs.items()})
+        except BaseException:
+            arrays.free()
+            raise
+        return arrays, reference
 
     def transfer_rows(self, arrays: CaseArrays, base: dict) -> list[TransferRow]:
         """The case's host<->device copies, as rows of their own."""

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="only verify at the edge cases: no timing, no baselines (for sanitizers)")
     parser.add_argument("--paths-cover", action="store_true",
                         help="with --verify-only: only the edge cases that together take every declared path "
-                             "(racecheck's, Experiment.racecheck_cases)")
+                             "(the sanitizer pass's, Experiment.sanitizer_cases)")
     parser.add_argument("--large", action="store_true",
                         help="the large pass: only the cases of 2^31 elements and more, verified, not timed")
     parser.add_argument("--profile", action="store_true",
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                                     measure_ceiling=not (check or large),
                                     cases=[] if check or large else pick(exp.cases),
                                     edge_cases=[] if large else
-                                    pick(exp.racecheck_cases() if args.paths_cover else exp.edge_cases),
+                                    pick(exp.sanitizer_cases() if args.paths_cover else exp.edge_cases),
                                     large_cases=pick(exp.large_cases) if large or (chosen and not check) else [],
                                     with_baselines=not check, only=only, cubin_cache=args.cubin_cache,
                                     gpu_checks=not check)

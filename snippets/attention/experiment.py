@@ -325,11 +325,12 @@ TILES = (32, 64, 128, 256)
 
 
 def paths(case):
-    """What a block does at ``case``, for racecheck (which looks at one block at a time): per
-    template (head size and input type), one tile or several of each height, the last whole or
-    ragged; the mask, over one tile or several; the special inputs."""
+    """The code paths of ``case``, for the sanitizer tools: per template (head size and input
+    type), one tile or several of each height, the last whole or ragged; the mask, over one tile
+    or several; one (batch, head) pair or several; the special inputs."""
     kind = f"D = {case.d} {case.dtype}"
     yield f"{kind}, {case.mask} mask over {'one tile' if case.n <= 64 else 'several'}"
+    yield f"{kind}: {'one (batch, head) pair' if case.b * case.h == 1 else 'several'}"
     for t in TILES:
         yield f"{kind}: {'one' if case.n <= t else 'several'} of {t} rows, {'ragged' if case.n % t else 'whole'}"
     if "kind" in case.params:
@@ -355,10 +356,11 @@ experiment = Experiment(
     title="Attention, forward: from three steps to tensor cores",
     kernels=[Kernel("1_naive.cu", "attention_naive", naive,
                     timed_cases=tuple(c.name for c in CASES if naive_fits(c))),
-             # Rung 2 takes seconds a launch at N = 8192 (a block per query, each reading all of K
-             # and V): its lesson shows at N = 4096 and below, where it is timed.
+             # Rung 2 takes half a second a launch at N = 4096 and seconds at 8192 (a block per
+             # query, each reading all of K and V): its lesson shows at N = 2048 and below, where
+             # it is timed (and profiled, at the largest).
              Kernel("2_online_row.cu", "attention_online_row", online_row,
-                    timed_cases=tuple(c.name for c in CASES if c.n <= 4096)),
+                    timed_cases=tuple(c.name for c in CASES if c.n <= 2048)),
              Kernel("3_tiled.cu", "attention_tiled", tiled),
              Kernel("4_mma.cu", "attention_mma", mma, tolerance=rounded_p),
              Kernel("5_flash2.cu", "attention_flash2", flash2, tolerance=rounded_p),
