@@ -205,7 +205,8 @@ def test_the_fast_loop_prints_one_kernel_at_one_case_and_writes_nothing(built):
 def test_racecheck_runs_the_kernels_with_shared_memory_alone_and_says_why_not_the_others(tmp_path):
     """racecheck checks shared memory and nothing else: the kernel without any gets a verdict that
     says so (not a clean run it never had), and the tool's worker runs only the other one; every
-    tool runs at the smallest edge cases that together take every declared path."""
+    tool runs each kernel at the cheapest edge cases that together take every path it takes (the
+    experiment's, and the second kernel's own: one more case)."""
     project = copy_project(tmp_path / "p", [])
     folder = shutil.copytree(FAULTS / "snippets" / "wrong_answer", project / "snippets" / "two_adds")
     plain = (folder / "1_skips_last.cu").read_text().replace("i < n - 1", "i < n").replace("add_skip_last", "add")
@@ -215,7 +216,8 @@ def test_racecheck_runs_the_kernels_with_shared_memory_alone_and_says_why_not_th
                                         .replace("{\n", "{\n    __shared__ float staged[256];\n", 1))
     (folder / "experiment.py").write_text((folder / "experiment.py").read_text().replace(
         'kernels=[Kernel("1_skips_last.cu", "add_skip_last", launch)]',
-        'kernels=[Kernel("1_add.cu", "add", launch), Kernel("2_staged.cu", "add_again", launch)]').replace(
+        'kernels=[Kernel("1_add.cu", "add", launch), Kernel("2_staged.cu", "add_again", launch,'
+        ' paths=lambda case: ["three" if case.n == 3 else "not three"])]').replace(
         'edge_cases=[Case("one", n=1)]',
         'edge_cases=[Case("257", n=257), Case("one", n=1), Case("3", n=3)],\n'
         '    paths=lambda case: ["ragged" if case.n % 256 else "whole", "blocks" if case.n > 256 else "block"]'))
@@ -232,7 +234,9 @@ def test_racecheck_runs_the_kernels_with_shared_memory_alone_and_says_why_not_th
     racecheck = next(program for t, program, _ in ran if t == "racecheck")
     assert racecheck.endswith("--kernel 2_staged") and "--paths-cover" in racecheck, racecheck
     assert all("--kernel" not in program and "--paths-cover" in program for t, program, _ in ran if t != "racecheck")
-    assert {t: cases for t, _, cases in ran} == {t: "257,one" for t in ("memcheck", "racecheck", "synccheck", "initcheck")}
+    both = "257:1_add,257:2_staged,one:1_add,one:2_staged,3:2_staged"
+    assert {t: pairs for t, _, pairs in ran} == {"racecheck": "257:2_staged,one:2_staged,3:2_staged",
+                                                **{t: both for t in ("memcheck", "synccheck", "initcheck")}}
 
 
 def test_a_build_leaves_a_draft_out_until_it_is_named(tmp_path):

@@ -20,7 +20,7 @@ import pytest
 from labnotebook import Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, Unsupported
 from labnotebook.errors import ExperimentError
 from labnotebook.declare.discover import experiment_folders, global_functions, load
-from labnotebook.declare.experiment import size, tolerance_at
+from labnotebook.declare.experiment import tolerance_at
 from labnotebook.run.launch import InvalidLaunch, launch_dims
 from labnotebook.run.protocol.verify import compare
 from labnotebook.run.tma import TensorMap
@@ -327,23 +327,33 @@ def test_edge_cases_are_awkward_and_small(name):
     assert not big, f"{name}: edge cases run under compute-sanitizer; these are too large: {big}"
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if experiment(n).paths])
-def test_the_sanitizer_s_edge_cases_take_every_path_that_any_case_takes(name):
-    """The sanitizer tools run a few small edge cases where the experiment declares its paths: together
-    they take every path a timed or edge case takes (so the edge cases must), and none is left
-    out that takes a path no smaller one does."""
+def _declares_paths(exp) -> bool:
+    return exp.paths is not None or any(getattr(k, "paths", None) for k in exp.kernels)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if _declares_paths(experiment(n))])
+def test_the_sanitizer_runs_each_kernel_where_it_takes_every_path_it_takes_anywhere(name):
+    """Where an experiment declares its code paths, the sanitizer tools run each CUDA kernel at
+    a few cheap edge cases it takes: together they take every path the kernel takes at any
+    timed or edge case (so the edge cases must), none of them is there without a path no
+    cheaper one takes, and none left out takes a path the cheaper chosen ones do not."""
     exp = experiment(name)
-    chosen = exp.sanitizer_cases()
-    assert chosen and all(c in exp.edge_cases for c in chosen)
-    taken = {p for c in chosen for p in exp.paths(c)}
-    for case in [*exp.cases, *exp.edge_cases]:
-        missed = set(exp.paths(case)) - taken
-        assert not missed, f"{name}: {case.name} takes {sorted(missed)}, which no edge case the sanitizer runs takes"
-    for case in chosen:
-        smaller = {p for c in chosen if size(c) < size(case) for p in exp.paths(c)}
-        assert set(exp.paths(case)) - smaller, f"{name}: {case.name} takes no path a smaller one does not"
-    left_out = [c for c in exp.edge_cases if c not in chosen]
-    assert all(set(exp.paths(c)) <= {p for d in chosen if size(d) <= size(c) for p in exp.paths(d)} for c in left_out)
+    plan = exp.sanitizer_plan()
+    for kernel in (k for k in exp.kernels if isinstance(k, Kernel)):
+        chosen = exp.sanitizer_cases(kernel)
+        assert chosen and all(c in exp.edge_cases and kernel.takes(c) for c in chosen), kernel.name
+        assert {c.name for c in chosen} == {c for c, names in plan.items() if kernel.name in names}
+        taken = {p for c in chosen for p in exp.paths_of(kernel, c)}
+        for case in [*exp.cases, *exp.edge_cases]:
+            missed = exp.paths_of(kernel, case) - taken if kernel.takes(case) else set()
+            assert not missed, f"{name}: {kernel.name} takes {sorted(missed)} at {case.name}, " \
+                               "and at no edge case the sanitizer runs it at"
+        for case in chosen:
+            cheaper = {p for c in chosen if exp.cost(c) < exp.cost(case) for p in exp.paths_of(kernel, c)}
+            assert exp.paths_of(kernel, case) - cheaper, f"{name}: {kernel.name} takes no new path at {case.name}"
+        left_out = [c for c in exp.edge_cases if c not in chosen and kernel.takes(c)]
+        assert all(exp.paths_of(kernel, c) <= {p for d in chosen if exp.cost(d) <= exp.cost(c)
+                                              for p in exp.paths_of(kernel, d)} for c in left_out), kernel.name
 
 
 @pytest.mark.parametrize("name", NAMES)

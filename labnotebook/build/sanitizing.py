@@ -79,14 +79,19 @@ class Sanitizing:
                 # the edge cases that together take every path the experiment declares (all, where it declares none)
                 worker = self.workers.command(name, ["--verify-only", "--paths-cover", "--out", str(out), *only])
                 status, lines = self.workers.run_quietly(command(tool, worker), g, exp.time_limit_s)
-                finished = status is not None and out.exists() and "format" in read_json(out)
+                data = read_json(out) if status is not None and out.exists() else {}
             if status is None:
                 return {k: Verdict(None, f"timed out after {exp.time_limit_s} s") for k in functions.values()}
-            if not finished:  # the worker itself failed under the tool: nothing it ran can be called clean
+            if "format" not in data:  # the worker itself failed under the tool: nothing it ran can be called clean
                 last = next((ln for ln in reversed(lines) if ln.strip() and not ln.startswith("=")), "no output")
                 return {k: Verdict(None, f"the worker did not finish under {tool}: {last}")
                         for k in functions.values()}
-            return parse("\n".join(lines), functions)
+            verdicts = parse("\n".join(lines), functions)
+            # A kernel that launched at none of its cases (Unsupported at each) had nothing checked.
+            launched = {r["name"] for r in data["rows"] if r["status"] != "skipped"}
+            return {k: v if k in launched or v.errors != 0 else
+                    Verdict(0, "it launched at none of the edge cases the tool ran", checked=False)
+                    for k, v in verdicts.items()}
 
         def then(result):
             verdicts = result if isinstance(result, dict) else \

@@ -114,10 +114,24 @@ class Kernel:
     # Timed only at these case names (a slow rung left out of the largest sizes); None: every
     # timed case. Edge and large cases run regardless, unless ``launch`` says Unsupported.
     timed_cases: tuple[str, ...] | None = None
+    # Its own code paths at a case, beside the experiment's ``paths`` (the heights of its tiles,
+    # say): the sanitizer tools run it at the edge cases that take every path of either kind.
+    paths: Callable[[Case], Iterable[str]] | None = None
 
     @property
     def name(self) -> str:
         return self.source.rsplit(".", 1)[0]
+
+    def takes(self, case: Case) -> bool:
+        """Whether ``launch()`` takes ``case`` (on the host alone: no input, no GPU). Anything
+        but ``Unsupported`` it raises counts as taken: the launch's own failure to report."""
+        try:
+            self.launch(case)
+        except Unsupported:
+            return False
+        except Exception:
+            return True
+        return True
 
 
 # Prepares one run of a Python-DSL kernel or a baseline: ``prepare(case, inputs, outputs)``
@@ -221,9 +235,10 @@ class Experiment:
     edge_cases: list[Case] = field(default_factory=list)
     # The code paths a case takes, by name (which template a type and a head size instantiate,
     # one tile or several, a ragged last one, a pipeline's stages reused, a mask, one block or
-    # several): the compute-sanitizer tools, which slow a kernel tens of times (racecheck more,
-    # with a block's shared-memory traffic), then run the smallest edge cases that together take
-    # every path any case takes (``sanitizer_cases``). None: every edge case under every tool.
+    # several), for every kernel (each may add its own, ``Kernel.paths``): the compute-sanitizer
+    # tools, which slow a kernel tens of times (racecheck more, with a block's shared-memory
+    # traffic), then run each kernel at the smallest edge cases that together take every path
+    # it takes at any case (``sanitizer_cases``). None, here and on the kernel: every edge case.
     paths: Callable[[Case], Iterable[str]] | None = None
     # Sizes at and past 2^31 elements: verified (in bounded memory), not timed, and not run
     # under the compute-sanitizer, whose shadow memory would not fit.
@@ -266,20 +281,40 @@ class Experiment:
     def all_cases(self) -> list[Case]:
         return self.cases + self.edge_cases + self.large_cases
 
-    def sanitizer_cases(self) -> list[Case]:
-        """The edge cases the sanitizer tools run: every one where no ``paths`` are declared; else, from
-        the smallest (by the product of its numeric parameters), each that takes a path no
-        smaller one took."""
-        if self.paths is None:
+    def paths_of(self, kernel: Kernel, case: Case) -> set[str]:
+        """The code paths ``kernel`` takes at ``case``: the experiment's and its own."""
+        return {*(self.paths(case) if self.paths else ()), *(kernel.paths(case) if kernel.paths else ())}
+
+    def cost(self, case: Case) -> float:
+        """How much work ``case`` asks for, to choose the cheaper of two: its ``flops`` where they
+        are declared (attention's grow with N squared), else its ``bytes_moved``, else its size."""
+        measure = self.flops or self.bytes_moved or size
+        return measure(case)
+
+    def sanitizer_cases(self, kernel: Kernel) -> list[Case]:
+        """The edge cases the sanitizer tools run ``kernel`` at: every one where no paths are
+        declared; else, of those it takes, from the cheapest (``cost``), each that takes a path
+        no cheaper one took."""
+        if self.paths is None and kernel.paths is None:
             return list(self.edge_cases)
         taken: set[str] = set()
         chosen = []
-        for case in sorted(self.edge_cases, key=size):
-            new = set(self.paths(case)) - taken
+        for case in sorted((c for c in self.edge_cases if kernel.takes(c)), key=self.cost):
+            new = self.paths_of(kernel, case) - taken
             if new:
                 chosen.append(case)
                 taken |= new
         return [c for c in self.edge_cases if c in chosen]
+
+    def sanitizer_plan(self, names: set[str] | None = None) -> dict[str, set[str]]:
+        """{edge case name: the CUDA kernels (of ``names``; all where None) that the sanitizer
+        tools run there}: each kernel at its ``sanitizer_cases``."""
+        plan: dict[str, set[str]] = {}
+        for kernel in self.kernels:
+            if isinstance(kernel, Kernel) and (names is None or kernel.name in names):
+                for case in self.sanitizer_cases(kernel):
+                    plan.setdefault(case.name, set()).add(kernel.name)
+        return plan
 
     def profile_case(self, name: str) -> str | None:
         """Where ``name`` (a kernel or baseline) is profiled and placed on the roofline: the

@@ -23,12 +23,14 @@ def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: Ceiling |
                    log: Callable[[str], None] = print, measure_ceiling: bool = True, cases: list[Case] | None = None,
                    edge_cases: list[Case] | None = None, large_cases: list[Case] | None = None,
                    with_baselines: bool = True, only: set[str] | None = None,
+                   only_at: dict[str, set[str]] | None = None,
                    cubin_cache: Path | None = None, gpu_checks: bool = True) -> Record:
     """Run ``exp`` and return its results record, unjudged (``labnotebook.build.policy`` decides what
     the rows mean for the run). Without a ``ceiling`` (the build's, measured on this GPU) the
     copy bandwidth is measured here, unless ``measure_ceiling`` is False (a run that only
     verifies). ``cases``, ``edge_cases`` and ``large_cases`` default to the declaration's;
-    ``only`` names the kernels and baselines to run (all when None); ``gpu_checks`` False keeps
+    ``only`` names the kernels and baselines to run (all when None), and ``only_at`` those of
+    them to run at a case, by its name (all at a case it does not name); ``gpu_checks`` False keeps
     every check on the CPU (under a sanitizer, whose report must hold our kernels alone)."""
     runner = Runner(exp, folder, root, log, cubin_cache, with_baselines=with_baselines, only=only,
                     gpu_checks=gpu_checks)
@@ -44,7 +46,7 @@ def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: Ceiling |
             rows: list[Row] = []
             for i, (case, is_timed, phase) in enumerate(plan):
                 log(f"[{i + 1:>3}/{len(plan)}] {case.name}")
-                rows += runner.run_case(case, is_timed, phase)
+                rows += runner.run_case(case, is_timed, phase, (only_at or {}).get(case.name))
         info = describe(runner.cuda, runner.device)
     finally:
         try:

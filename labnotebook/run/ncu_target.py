@@ -88,20 +88,10 @@ def profile_case(exp: Experiment, name: str) -> str | None:
     ``launch()`` runs on the host alone, so the choice costs no input and no GPU."""
     case = exp.profile_case(name)
     kernel = next((k for k in exp.kernels if k.name == name and isinstance(k, Kernel)), None)
-    if case is None or kernel is None or _takes(kernel, next(c for c in exp.cases if c.name == case)):
+    if case is None or kernel is None or kernel.takes(next(c for c in exp.cases if c.name == case)):
         return case
     timed = [c for c in exp.cases if kernel.timed_cases is None or c.name in kernel.timed_cases]
-    return next((c.name for c in reversed(timed) if _takes(kernel, c)), case)
-
-
-def _takes(kernel: Kernel, case: Case) -> bool:
-    try:
-        kernel.launch(case)
-    except Unsupported:
-        return False
-    except Exception:  # anything else is the profiled launch's to report, where it happens
-        return True
-    return True
+    return next((c.name for c in reversed(timed) if kernel.takes(c)), case)
 
 
 def _profile_case(runner: Runner, case: Case, runnables: list[Runnable], numbers: Iterator[int],

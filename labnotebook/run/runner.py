@@ -137,9 +137,11 @@ class Runner:
         return cuda_launch(self.cuda, self.functions[k.name], k.name, launch, buffers, self.max_shared)
 
     # -- one case ----------------------------------------------------------------------------
-    def run_case(self, case: Case, timed: bool, untimed_phase: str = "edge cases") -> list[Row]:
-        """Every row at ``case``. A timed case's wall time is counted by phase; an untimed one's
-        all as ``untimed_phase`` ("edge cases" or "large cases")."""
+    def run_case(self, case: Case, timed: bool, untimed_phase: str = "edge cases",
+                 only: set[str] | None = None) -> list[Row]:
+        """Every row at ``case`` (of the runnables ``only`` names, where it names some). A timed
+        case's wall time is counted by phase; an untimed one's all as ``untimed_phase`` ("edge
+        cases" or "large cases")."""
         exp = self.exp
 
         def phase(name: str):
@@ -148,7 +150,7 @@ class Runner:
                 "bytes": exp.bytes_moved(case) if exp.bytes_moved else None,
                 "flops": exp.flops(case) if exp.flops else None,
                 "intensity": exp.intensity(case) if exp.intensity else None}
-        runnables = self.runnables()
+        runnables = [r for r in self.runnables() if only is None or r.name in only]
 
         def failed(error: str) -> list[Row]:
             return [runnable_row(r, base, status="failed", error=error) for r in runnables]

@@ -93,14 +93,16 @@ def main(argv: list[str] | None = None) -> int:
             only = _names(args.kernel)
             if check:
                 only = {k.name for k in exp.kernels if isinstance(k, Kernel)} & (only or set(exp.runnable_names()))
+            # --paths-cover: each kernel at its own sanitizer_cases alone.
+            at = exp.sanitizer_plan(only) if args.paths_cover else None
             record = run_experiment(exp, folder, args.root, Ceiling(**args.ceiling) if args.ceiling else None,
                                     log=(lambda line: None) if check else (lambda line: print(line, flush=True)),
                                     measure_ceiling=not (check or large),
                                     cases=[] if check or large else pick(exp.cases),
                                     edge_cases=[] if large else
-                                    pick(exp.sanitizer_cases() if args.paths_cover else exp.edge_cases),
+                                    pick([c for c in exp.edge_cases if at is None or c.name in at]),
                                     large_cases=pick(exp.large_cases) if large or (chosen and not check) else [],
-                                    with_baselines=not check, only=only, cubin_cache=args.cubin_cache,
+                                    with_baselines=not check, only=only, only_at=at, cubin_cache=args.cubin_cache,
                                     gpu_checks=not check)
             record.part = "large" if large else "main"
         record.peak_host_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB

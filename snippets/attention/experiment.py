@@ -319,22 +319,26 @@ FP32 = Tolerance(atol=2e-5, rtol=2e-5)
 ROUNDED_P = {"fp16": Tolerance(atol=2e-3, rtol=2e-3), "bf16": Tolerance(atol=1.6e-2, rtol=1.6e-2)}
 
 
-# The heights of the rungs' tiles: rung 3's 32 or 64 keys, rungs 4 and 5's 64, rung 6's 128, and
-# 256 for rung 6's two stages of 128 keys, which a third tile reuses.
-TILES = (32, 64, 128, 256)
-
-
 def paths(case):
-    """The code paths of ``case``, for the sanitizer tools: per template (head size and input
-    type), one tile or several of each height, the last whole or ragged; the mask, over one tile
-    or several; one (batch, head) pair or several; the special inputs."""
+    """The code paths every rung shares at ``case``: per template (head size and input type),
+    the mask over one tile or several; several (batch, head) pairs; the special inputs.
+    Each rung adds its tiles (``tiles``)."""
     kind = f"D = {case.d} {case.dtype}"
     yield f"{kind}, {case.mask} mask over {'one tile' if case.n <= 64 else 'several'}"
-    yield f"{kind}: {'one (batch, head) pair' if case.b * case.h == 1 else 'several'}"
-    for t in TILES:
-        yield f"{kind}: {'one' if case.n <= t else 'several'} of {t} rows, {'ragged' if case.n % t else 'whole'}"
+    if case.b * case.h > 1:
+        yield f"{kind}: several (batch, head) pairs"
     if "kind" in case.params:
         yield f"{kind}: {case.kind}"
+
+
+def tiles(*heights):
+    """A rung's own paths, per template: one tile or several of each of its heights (of queries
+    or of keys), the last whole or ragged."""
+    def paths(case):
+        kind = f"D = {case.d} {case.dtype}"
+        for t in heights:
+            yield f"{kind}: {'one' if case.n <= t else 'several'} of {t} rows, {'ragged' if case.n % t else 'whole'}"
+    return paths
 
 
 def flops(case):
@@ -354,18 +358,22 @@ def rounded_p(case):
 
 experiment = Experiment(
     title="Attention, forward: from three steps to tensor cores",
+    # Each rung's tiles: rung 1 walks the keys 256 at a time (its threads), rung 2 128 at a time;
+    # rung 3 takes 64 queries and 64 or 32 keys, rung 4 64 and 64, rung 5 128 and 64, rung 6 128
+    # and 128, in two stages of 128 (256).
     kernels=[Kernel("1_naive.cu", "attention_naive", naive,
-                    timed_cases=tuple(c.name for c in CASES if naive_fits(c))),
+                    timed_cases=tuple(c.name for c in CASES if naive_fits(c)), paths=tiles(256)),
              # Rung 2 takes half a second a launch at N = 4096 and seconds at 8192 (a block per
              # query, each reading all of K and V): its lesson shows at N = 2048 and below, where
              # it is timed (and profiled, at the largest).
              Kernel("2_online_row.cu", "attention_online_row", online_row,
-                    timed_cases=tuple(c.name for c in CASES if c.n <= 2048)),
-             Kernel("3_tiled.cu", "attention_tiled", tiled),
-             Kernel("4_mma.cu", "attention_mma", mma, tolerance=rounded_p),
-             Kernel("5_flash2.cu", "attention_flash2", flash2, tolerance=rounded_p),
+                    timed_cases=tuple(c.name for c in CASES if c.n <= 2048), paths=tiles(128)),
+             Kernel("3_tiled.cu", "attention_tiled", tiled, paths=tiles(32, 64)),
+             Kernel("4_mma.cu", "attention_mma", mma, tolerance=rounded_p, paths=tiles(64)),
+             Kernel("5_flash2.cu", "attention_flash2", flash2, tolerance=rounded_p, paths=tiles(64, 128)),
              # wgmma and setmaxnreg exist only on sm_90a.
-             Kernel("6_wgmma.cu", "attention_wgmma", wgmma, tolerance=rounded_p, nvcc_options=("-arch=sm_90a",))],
+             Kernel("6_wgmma.cu", "attention_wgmma", wgmma, tolerance=rounded_p, nvcc_options=("-arch=sm_90a",),
+                    paths=tiles(128, 256))],
     cases=CASES,
     edge_cases=[
         # One of everything (rungs 3 to 6 say Unsupported at D = 1), and one query against one key.
@@ -382,11 +390,14 @@ experiment = Experiment(
         # Ragged, with the NaN in the first rows of the head after a ragged one: rung 6's last
         # tile of head (1, 0) reads them through TMA, and must zero them before P V.
         shape(2, 2, 100, 64, kind="inf, NaN"), shape(2, 2, 100, 128, "bf16", kind="inf, NaN"),
-        # The paths of the timed cases in every template, small (for racecheck, whose time grows
+        # The paths of the timed cases in every template, small (for the sanitizer tools, whose time grows
         # with a case's shared-memory traffic: it takes minutes at N = 4097): several whole
         # tiles of every height, and several with a ragged last one.
         shape(1, 1, 512, 64), shape(1, 1, 512, 128, mask="causal"), shape(1, 1, 512, 64, "bf16"),
         shape(1, 1, 512, 128, "bf16"), shape(1, 1, 300, 64), shape(1, 1, 300, 128, "bf16", "causal"),
+        # The mask over several whole tiles at D = 128 in fp16, for the rungs whose tiles are
+        # short of 256 rows (only rung 6's two stages need N = 512).
+        shape(1, 2, 128, 128, mask="causal"),
     ],
     paths=paths,
     # 2^31 elements in each of Q, K and V (4 GiB each; O 8 GiB, its float64 reference 16 GiB on the

@@ -26,24 +26,36 @@ def per_element(block, x_walks):
     return launch
 
 
+def per_element_paths(block, x_walks, k):
+    """The paths of a ``per_element`` rung: its tiles (``k``, its tile along K, 1 where it has
+    none), and its y-blocks in gridDim.y alone or split along z."""
+    def paths(case):
+        yield from tiles((block,), (block,), (k,))(case)
+        y = case.n if x_walks == "m" else case.m
+        yield "y-blocks split along z" if split_y(cdiv(y, block))[1] > 1 else "y-blocks in gridDim.y"
+    return paths
+
+
 def any_shape(case):
     """Launch for rung 9, which guards every edge: a block per 128×128 tile, the last ones partial."""
     return Launch(grid=(cdiv(case.n, 128), *split_y(cdiv(case.m, 128))), block=(256,), args=args(case))
 
 
-# The rungs' tile edges: 8 and 16 along K, 16, 32, 64 and 128 along M and N.
-TILES = (8, 16, 32, 64, 128)
+def tiles(m, n, k):
+    """A rung's code paths: along each of M, N and K, none, one or several of each of its tile
+    edges there (``m``, ``n`` and ``k`` are tuples of them; 1 counts the steps of a loop that
+    has no tile), the last whole or ragged."""
+    def paths(case):
+        for dim, edges in zip("mnk", (m, n, k)):
+            size = getattr(case, dim)
+            for t in edges:
+                yield f"{dim}: {'none' if size == 0 else 'one' if size <= t else 'several'} of {t}, " + \
+                    ("ragged" if size % t else "whole")
+    return paths
 
 
 def paths(case):
-    """What a block does at ``case``, for racecheck (which looks at one block at a time): along
-    each of M, N and K, none, one tile or several of each size, the last whole or ragged; the
-    special inputs."""
-    for dim in "mnk":
-        size = getattr(case, dim)
-        for t in TILES:
-            yield f"{dim}: {'none' if size == 0 else 'one' if size <= t else 'several'} of {t}, " + \
-                ("ragged" if size % t else "whole")
+    """The paths every rung shares: the special inputs (each rung adds its tiles)."""
     if "kind" in case.params:
         yield case.kind
 
@@ -71,15 +83,21 @@ def torch_matmul(case, inputs, outputs):
 experiment = Experiment(
     title="Matrix multiplication in float32: from naive to near cuBLAS",
     kernels=[
-        Kernel("1_naive.cu", "matmul_naive", per_element(32, x_walks="m"), timed_cases=UP_TO_4096),
-        Kernel("2_coalesced.cu", "matmul_coalesced", per_element(32, x_walks="n"), timed_cases=UP_TO_4096),
-        Kernel("3_shared_tiled.cu", "matmul_shared_tiled", per_element(16, x_walks="n"), timed_cases=UP_TO_4096),
-        Kernel("4_blocktile_1d.cu", "matmul_blocktile_1d", tiled(64, 64, 8, 512)),
-        Kernel("5_blocktile_2d.cu", "matmul_blocktile_2d", tiled(128, 128, 8, 256, int_rows=(128, 8))),
-        Kernel("6_vectorized.cu", "matmul_vectorized", tiled(128, 128, 8, 256)),
-        Kernel("7_warptile.cu", "matmul_warptile", tiled(128, 128, 8, 256)),
-        Kernel("8_double_buffered.cu", "matmul_double_buffered", tiled(128, 128, 8, 256, int_rows=(0, 8), loads_ahead=True)),
-        Kernel("9_any_shape.cu", "matmul_any_shape", any_shape),
+        Kernel("1_naive.cu", "matmul_naive", per_element(32, x_walks="m"), timed_cases=UP_TO_4096,
+               paths=per_element_paths(32, "m", 1)),
+        Kernel("2_coalesced.cu", "matmul_coalesced", per_element(32, x_walks="n"), timed_cases=UP_TO_4096,
+               paths=per_element_paths(32, "n", 1)),
+        Kernel("3_shared_tiled.cu", "matmul_shared_tiled", per_element(16, x_walks="n"), timed_cases=UP_TO_4096,
+               paths=per_element_paths(16, "n", 16)),
+        Kernel("4_blocktile_1d.cu", "matmul_blocktile_1d", tiled(64, 64, 8, 512), paths=tiles((64,), (64,), (8,))),
+        Kernel("5_blocktile_2d.cu", "matmul_blocktile_2d", tiled(128, 128, 8, 256, int_rows=(128, 8)),
+               paths=tiles((128,), (128,), (8,))),
+        Kernel("6_vectorized.cu", "matmul_vectorized", tiled(128, 128, 8, 256), paths=tiles((128,), (128,), (8,))),
+        Kernel("7_warptile.cu", "matmul_warptile", tiled(128, 128, 8, 256), paths=tiles((128,), (128,), (8,))),
+        Kernel("8_double_buffered.cu", "matmul_double_buffered", tiled(128, 128, 8, 256, int_rows=(0, 8), loads_ahead=True),
+               paths=tiles((128,), (128,), (8,))),
+        # Its float4 loads fall back to scalars where a row of A or B is not 16-byte aligned.
+        Kernel("9_any_shape.cu", "matmul_any_shape", any_shape, paths=tiles((128,), (128, 4), (8, 4))),
     ],
     cases=SQUARE + ODD + RAGGED,
     # Every rung runs at every edge case its launch accepts: rungs 1 to 3 and 9 at all of them (1×1×1
@@ -88,8 +106,7 @@ experiment = Experiment(
                 mnk(128, 256, 64, kind="inf, NaN"),
                 mnk(128, 128, 0),  # an empty inner dimension: C = 0, which the kernels must write
                 mnk(1, 2_097_153, 1),  # rung 1's 65537 y-blocks: two along z
-                # Several whole tiles, and several with a ragged last one along K, smaller than
-                # 256×384×1000: for racecheck, whose time grows with the shared-memory traffic.
+                # Several whole tiles, and several with a ragged last one along K.
                 mnk(256), mnk(129, 257, 300)],
     paths=paths,
     # Inputs, reference, flops and the large case as for every GEMM here (the large case's

@@ -177,19 +177,35 @@ COLUMNS = (32, 256, 2048, 8192, 32768, 57344, 81920, 131072)
 
 
 def paths(case):
-    """What a block does at ``case``, for racecheck (which looks at one block at a time): the
-    span of row lengths it falls in; rows whole or ragged in float4s, eighths (a cluster's
-    blocks), warps and the strided rungs' 256 and 1024 threads; one row, up to 16 (rung 12's
-    clusters) or more; rows whole or ragged in 128-row blocks; the special inputs."""
-    span = bisect.bisect_left(COLUMNS, case.cols)
-    yield f"rows of up to {COLUMNS[span]} columns" if span < len(COLUMNS) else f"rows past {COLUMNS[-1]} columns"
+    """The code paths every rung shares at ``case``: rows whole or ragged in float4s, eighths (a
+    cluster's blocks), warps and the strided rungs' 256 and 1024 threads; one row, up to 16
+    (rung 12's clusters) or more; the special inputs."""
     for t in (4, 32, 256, 1024):
         yield f"rows {'whole' if case.cols % t == 0 else 'ragged'} in {t}s"
     yield f"rows {'whole' if case.cols % 8 == 0 else 'ragged'} in eighths"
     yield "one row" if case.rows == 1 else "up to 16 rows" if case.rows <= 16 else "more than 16 rows"
-    yield f"{'whole' if case.rows % 128 == 0 else 'ragged'} 128-row blocks"
     if case.kind:
         yield case.kind
+
+
+def row_blocks(case):
+    """Rows whole or ragged in 128-row blocks: a path of the rungs that give a block 128 threads
+    of rows, 1 and 2 (a thread a row), and 8 (warps of rows, with ``row_span``)."""
+    yield f"{'whole' if case.rows % 128 == 0 else 'ragged'} 128-row blocks"
+
+
+def row_span(case):
+    """The span of ``COLUMNS`` a row falls in: a path of the rungs whose block (its threads, or
+    what it holds on chip) changes with the row's length, rungs 6 to 12. Rungs 1 to 5 stride
+    along a row of any length in the same block."""
+    span = bisect.bisect_left(COLUMNS, case.cols)
+    yield f"rows of up to {COLUMNS[span]} columns" if span < len(COLUMNS) else f"rows past {COLUMNS[-1]} columns"
+
+
+def warp_rows(case):
+    """Rung 8's paths: its block of rows and its span of row lengths."""
+    yield from row_blocks(case)
+    yield from row_span(case)
 
 
 def torch_softmax(case, inputs, outputs):
@@ -220,21 +236,21 @@ HEADLINE = (matrix(8192, 8192), matrix(1024, 32768))
 experiment = Experiment(
     title="Softmax: the whole ladder, against PyTorch",
     kernels=[
-        Kernel("1_naive.cu", "softmax_naive", thread_per_row),
-        Kernel("2_online.cu", "softmax_online", thread_per_row),
+        Kernel("1_naive.cu", "softmax_naive", thread_per_row, paths=row_blocks),
+        Kernel("2_online.cu", "softmax_online", thread_per_row, paths=row_blocks),
         Kernel("3_shared_tree.cu", "softmax_shared_tree", block_per_row_256),
         Kernel("4_atomicmax_walkthrough.cu", "softmax_atomicmax", block_per_row_256,
                expected_failure="atomicMax on the float's int bits orders negative floats backwards: "
                                 "on a row with no positive value the maximum stays -inf and every "
                                 "output is NaN"),
         Kernel("5_atomicmax_fixed.cu", "softmax_atomicmax_fixed", block_per_row_256),
-        Kernel("6_warp_shuffle.cu", "softmax_warp_shuffle", block_per_row),
-        Kernel("7_float4_registers.cu", "softmax_float4_registers", registers),
-        Kernel("8_warp_per_row.cu", "softmax_warp_per_row", warp_per_row),
-        Kernel("9_cluster.cu", "softmax_cluster", cluster),
-        Kernel("10_bulk_copy.cu", "softmax_bulk_copy", bulk_copy, nvcc_options=("-arch=sm_90a",)),
-        Kernel("11_on_chip.cu", "softmax_on_chip", on_chip, nvcc_options=("-arch=sm_90a",)),
-        Kernel("12_pipelined.cu", "softmax_pipelined", pipelined, nvcc_options=("-arch=sm_90a",)),
+        Kernel("6_warp_shuffle.cu", "softmax_warp_shuffle", block_per_row, paths=row_span),
+        Kernel("7_float4_registers.cu", "softmax_float4_registers", registers, paths=row_span),
+        Kernel("8_warp_per_row.cu", "softmax_warp_per_row", warp_per_row, paths=warp_rows),
+        Kernel("9_cluster.cu", "softmax_cluster", cluster, paths=row_span),
+        Kernel("10_bulk_copy.cu", "softmax_bulk_copy", bulk_copy, nvcc_options=("-arch=sm_90a",), paths=row_span),
+        Kernel("11_on_chip.cu", "softmax_on_chip", on_chip, nvcc_options=("-arch=sm_90a",), paths=row_span),
+        Kernel("12_pipelined.cu", "softmax_pipelined", pipelined, nvcc_options=("-arch=sm_90a",), paths=row_span),
         PythonKernel("triton_softmax.py", requires=("torch", "triton")),
     ],
     cases=[*HEADLINE, *(matrix(SWEEP_ELEMENTS // 2**k, 2**k) for k in range(5, 18))],
@@ -253,9 +269,13 @@ experiment = Experiment(
         matrix(12, 131072, "extremes", name="12x131072 extremes"),
         matrix(8, 100_000, "neg_inf", name="8x100000 with -inf"),
         matrix(3, 300_000),
-        # Row lengths the timed cases have and the others not, for racecheck: it then runs these
-        # and the other small ones, but not the long rows above, which it takes minutes over.
+        # Row lengths the timed cases have and the others not, for the sanitizer tools: they then
+        # run these and the other small ones, but not the long rows above where a rung takes
+        # none of them (racecheck takes minutes over those).
         matrix(3, 200), matrix(2, 20_000), matrix(2, 65_536),
+        # Rung 8's rows whole in warps' 32s and in 256s, and rows of up to 8192 columns in
+        # whole float4s for rungs 11 and 12, as at their timed cases.
+        matrix(130, 256), matrix(3, 4100),
     ],
     paths=paths,
     # 2^31 elements (8 GiB in, 8 GiB out): short rows (rung 7, Triton) and long ones
