@@ -204,20 +204,22 @@ def test_the_fast_loop_prints_one_kernel_at_one_case_and_writes_nothing(built):
 
 def test_racecheck_runs_the_kernels_with_shared_memory_alone_and_says_why_not_the_others(tmp_path):
     """racecheck checks shared memory and nothing else: the kernel without any gets a verdict that
-    says so (not a clean run it never had), and the tool's worker runs only the other one; every
-    tool runs each kernel at the cheapest edge cases that together take every path it takes (the
-    experiment's, and the second kernel's own: one more case)."""
+    says so (not a clean run it never had), and racecheck runs the two others, each in a worker
+    of its own; every tool runs each kernel at the cheapest edge cases that together take every
+    path it takes (the experiment's, and the second kernel's own: one more case)."""
     project = copy_project(tmp_path / "p", [])
     folder = shutil.copytree(FAULTS / "snippets" / "wrong_answer", project / "snippets" / "two_adds")
     plain = (folder / "1_skips_last.cu").read_text().replace("i < n - 1", "i < n").replace("add_skip_last", "add")
     (folder / "1_skips_last.cu").unlink()
     (folder / "1_add.cu").write_text(plain)
-    (folder / "2_staged.cu").write_text(plain.replace("void add(", "void add_again(")
-                                        .replace("{\n", "{\n    __shared__ float staged[256];\n", 1))
+    staged = plain.replace("{\n", "{\n    __shared__ float staged[256];\n", 1)
+    (folder / "2_staged.cu").write_text(staged.replace("void add(", "void add_again("))
+    (folder / "3_staged.cu").write_text(staged.replace("void add(", "void add_shared("))
     (folder / "experiment.py").write_text((folder / "experiment.py").read_text().replace(
         'kernels=[Kernel("1_skips_last.cu", "add_skip_last", launch)]',
         'kernels=[Kernel("1_add.cu", "add", launch), Kernel("2_staged.cu", "add_again", launch,'
-        ' paths=lambda case: ["three" if case.n == 3 else "not three"])]').replace(
+        ' paths=lambda case: ["three" if case.n == 3 else "not three"]),'
+        ' Kernel("3_staged.cu", "add_shared", launch)]').replace(
         'edge_cases=[Case("one", n=1)]',
         'edge_cases=[Case("257", n=257), Case("one", n=1), Case("3", n=3)],\n'
         '    paths=lambda case: ["ragged" if case.n % 256 else "whole", "blocks" if case.n > 256 else "block"]'))
@@ -227,16 +229,17 @@ def test_racecheck_runs_the_kernels_with_shared_memory_alone_and_says_why_not_th
     assert proc.returncode == 0, proc.stdout + proc.stderr
     verdicts = Store(project / "results").read("two_adds", GPU).sanitizer
     assert not verdicts["1_add"]["racecheck"].checked and "no shared memory" in verdicts["1_add"]["racecheck"].first
-    assert verdicts["2_staged"]["racecheck"].checked and verdicts["2_staged"]["racecheck"].errors == 0
+    assert all(verdicts[k]["racecheck"].checked and verdicts[k]["racecheck"].errors == 0
+               for k in ("2_staged", "3_staged"))
     assert all(v.checked and v.errors == 0 for k in verdicts for t, v in verdicts[k].items() if t != "racecheck")
     ran = [line.split("\t") for line in log.read_text().splitlines()]
-    assert sorted(t for t, _, _ in ran) == ["initcheck", "memcheck", "racecheck", "synccheck"]
-    racecheck = next(program for t, program, _ in ran if t == "racecheck")
-    assert racecheck.endswith("--kernel 2_staged") and "--paths-cover" in racecheck, racecheck
+    assert sorted(t for t, _, _ in ran) == ["initcheck", "memcheck", "racecheck", "racecheck", "synccheck"]
+    racecheck = {program.rsplit(" ", 1)[1]: pairs for t, program, pairs in ran if t == "racecheck"}
+    assert all("--kernel" in program and "--paths-cover" in program for t, program, _ in ran if t == "racecheck")
+    assert racecheck == {"2_staged": "257:2_staged,one:2_staged,3:2_staged", "3_staged": "257:3_staged,one:3_staged"}
     assert all("--kernel" not in program and "--paths-cover" in program for t, program, _ in ran if t != "racecheck")
-    both = "257:1_add,257:2_staged,one:1_add,one:2_staged,3:2_staged"
-    assert {t: pairs for t, _, pairs in ran} == {"racecheck": "257:2_staged,one:2_staged,3:2_staged",
-                                                **{t: both for t in ("memcheck", "synccheck", "initcheck")}}
+    every = "257:1_add,257:2_staged,257:3_staged,one:1_add,one:2_staged,one:3_staged,3:2_staged"
+    assert {t: pairs for t, _, pairs in ran if t != "racecheck"} == {t: every for t in ("memcheck", "synccheck", "initcheck")}
 
 
 def test_a_build_leaves_a_draft_out_until_it_is_named(tmp_path):

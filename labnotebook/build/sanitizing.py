@@ -29,54 +29,61 @@ class Sanitizing:
 
     def jobs(self, name: str, exp: Experiment, record: Record, run_estimate_s: float,
              then: Callable[[], list[Job]]) -> list[Job]:
-        """One job per tool over ``record``'s CUDA kernels (each estimated at a quarter of the
-        timed run's ``run_estimate_s``); ``then()`` once the last is back (at once, where no tool
-        has anything to check), its follow-ups theirs."""
+        """One job per tool over ``record``'s CUDA kernels, and one per kernel for racecheck (by far
+        the slowest tool: its kernels then go side by side, over every GPU of a node, and the
+        build says what each cost), each estimated at a share of the timed run's
+        ``run_estimate_s`` (a quarter); ``then()`` once the last is back (at once, where no tool has anything
+        to check), its follow-ups theirs."""
         functions = {info.function: k for k, info in record.kernels.items() if info.language == "cuda"}
         # Python-DSL kernels only: no sanitizer frame would name them, so the tools could tell nothing.
         tools = TOOLS if self.enabled and functions else ()
         report: Report = {k: {} for k in functions.values()}
         # Each tool over the kernels it has something to check in (racecheck: shared memory);
         # the others get a verdict that says why not, and a tool with none left does not run.
-        scopes: dict[str, dict[str, str]] = {}
+        units: dict[str, tuple[str, dict[str, str]]] = {}  # {label: (tool, {function: kernel})}
         for tool in tools:
-            scopes[tool] = {f: k for f, k in functions.items()
-                            if applies(tool, record.kernels[k], (r.launch for r in record.rows
-                                                                   if isinstance(r, KernelRow) and r.name == k and r.launch))}
-            for k in set(functions.values()) - set(scopes[tool].values()):
+            scope = {f: k for f, k in functions.items()
+                     if applies(tool, record.kernels[k], (r.launch for r in record.rows
+                                                          if isinstance(r, KernelRow) and r.name == k and r.launch))}
+            for k in set(functions.values()) - set(scope.values()):
                 report[k][tool] = NO_SHARED_MEMORY
-        left = {t for t in tools if scopes[t]}
-        finished: dict[str, Job] = {}  # each tool's job, for when it ran (phases_s)
+            if tool == "racecheck":
+                units.update({f"{tool} {k}": (tool, {f: k}) for f, k in scope.items()})
+            elif scope:
+                units[tool] = (tool, scope)
+        left = set(units)
+        finished: dict[str, Job] = {}  # each unit's job, for when it ran (phases_s)
 
-        def done(tool: str, job: Job | None = None) -> list[Job]:
-            left.discard(tool)
+        def done(unit: str, job: Job | None = None) -> list[Job]:
+            left.discard(unit)
             if job:
-                finished[tool] = job
+                finished[unit] = job
             if left:
                 return []
-            ran = [finished[t] for t in tools if t in finished]
-            if ran:  # the tools run side by side: the pass took from the first start to the last end
-                record.phases_s["sanitizer"] = round(max(j.ended for j in ran) - min(j.started for j in ran), 2)
-                each = ", ".join(f"{t} {finished[t].ended - finished[t].started:.1f} s" for t in tools if t in finished)
+            if finished:  # the jobs run side by side: the pass took from the first start to the last end
+                jobs = finished.values()
+                record.phases_s["sanitizer"] = round(max(j.ended for j in jobs) - min(j.started for j in jobs), 2)
+                each = ", ".join(f"{u} {j.ended - j.started:.1f} s" for u, j in finished.items())
                 self.workers.console.print(f"[dim]{name}: sanitizer {record.phases_s['sanitizer']:.1f} s ({each})[/]")
             if tools:
                 record.sanitizer = {k: {t: report[k][t] for t in TOOLS} for k in report}
             return then()
 
-        jobs = [self.job(name, exp, tool, scopes[tool], len(functions), report, done, run_estimate_s / 4)
-                for tool in tools if scopes[tool]]
+        jobs = [self.job(name, exp, unit, tool, scope, len(functions), report, done, run_estimate_s / 4)
+                for unit, (tool, scope) in units.items()]
         return jobs or done("")
 
-    def job(self, name: str, exp: Experiment, tool: str, functions: dict[str, str], of: int, report: Report,
-            done: Callable[[str, Job], list[Job]], estimate_s: float) -> Job:
+    def job(self, name: str, exp: Experiment, unit: str, tool: str, functions: dict[str, str], of: int,
+            report: Report, done: Callable[[str, Job], list[Job]], estimate_s: float) -> Job:
         """``tool`` over the kernels ``functions`` names ({CUDA function: kernel}), ``of`` the
-        experiment's CUDA kernels: the worker runs those alone where they are fewer."""
+        experiment's CUDA kernels: the worker runs those alone where they are fewer. ``unit``
+        names the job to ``done``."""
         only = [] if len(functions) == of else ["--kernel", *functions.values()]
 
         def run(g: int):
             with tempfile.TemporaryDirectory(prefix="notebook-sanitize-") as tmp:
                 out = Path(tmp) / "r.json"
-                # the edge cases that together take every path the experiment declares (all, where it declares none)
+                # each kernel at the edge cases that together take every path it takes (all, where none are declared)
                 worker = self.workers.command(name, ["--verify-only", "--paths-cover", "--out", str(out), *only])
                 status, lines = self.workers.run_quietly(command(tool, worker), g, exp.time_limit_s)
                 data = read_json(out) if status is not None and out.exists() else {}
@@ -98,6 +105,6 @@ class Sanitizing:
                 {k: Verdict(None, f"the sanitizer job failed: {result}") for k in functions.values()}
             for kernel, v in verdicts.items():
                 report[kernel][tool] = v
-            return done(tool, job)
-        job = Job(f"{name}: {tool}", run, timed=False, estimate_s=estimate_s, then=then)
+            return done(unit, job)
+        job = Job(f"{name}: {unit}", run, timed=False, estimate_s=estimate_s, then=then)
         return job

@@ -1,0 +1,24 @@
+"""Inputs drawn on every core are the same on any machine, and work done a slice at a time on
+every core gives what it gives done at once."""
+
+import numpy as np
+
+from labnotebook.run import draw
+
+
+def test_the_values_drawn_do_not_depend_on_the_cores(monkeypatch):
+    monkeypatch.setattr(draw, "SLICE", 1000)
+    monkeypatch.setattr(draw, "threads", lambda: 1)
+    one = draw.normal(np.random.default_rng(7), (3, 2501))
+    monkeypatch.setattr(draw, "threads", lambda: 4)
+    four = draw.normal(np.random.default_rng(7), (3, 2501))
+    assert np.array_equal(one, four) and one.dtype == np.float32 and np.unique(one).size == one.size
+
+
+def test_an_elementwise_function_over_slices_is_the_function_over_the_whole(monkeypatch):
+    monkeypatch.setattr(draw, "SLICE", 1000)
+    x = np.random.default_rng(1).standard_normal((5, 1001)).astype(np.float32)
+    x[0, 3], x[4, 1000] = np.inf, np.nan
+    out = draw.elementwise(lambda s: s.astype(np.float16), x, np.float16)
+    assert out.shape == x.shape and out.dtype == np.float16
+    assert np.array_equal(out, x.astype(np.float16), equal_nan=True)
