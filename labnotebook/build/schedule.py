@@ -60,7 +60,7 @@ class Scheduler:
             self._dispatch()
             job, result = self.done.get()
             self.running[job.ran_on].remove(job)
-            self.on_event(f"GPU {job.ran_on}: done  {job.label}")
+            self.on_event(f"GPU {job.ran_on}: done  {job.label} ({job.ended - job.started:.1f} s)")
             if job.then is not None:
                 for follow_up in job.then(result):
                     follow_up.follow_up = True
