@@ -1,7 +1,7 @@
 """Jobs over a node's GPUs: never two timed runs on one GPU, and nothing beside a timed run.
 
-A *timed* job (an experiment's run, a ceiling measurement) has its GPU to itself, since anything
-beside it would disturb its timings. An *untimed* job (a compute-sanitizer pass, which only
+A *timed* job (an experiment's run, or a part of one split by cases over several GPUs, a
+ceiling measurement) has its GPU to itself, since anything beside it would disturb its timings. An *untimed* job (a compute-sanitizer pass, which only
 verifies) may share a GPU with other untimed jobs, up to ``shared_slots`` at once. A job may be
 pinned to one GPU (each GPU measures its own ceiling) and may add follow-up jobs when it
 finishes (an experiment's sanitizer passes and its profile, once its run has succeeded).

@@ -3,11 +3,13 @@ parts' records into the experiment's one.
 
 Which runs are split (``count``): only on a node of several GPUs. A node that takes its jobs
 longest first ends by its share of the work (the build's total estimate over its GPUs) plus at
-most the longest job (Graham's bound for list scheduling), so a run whose estimate (its last
-refresh's ``wall_s``, as the scheduler's) is more than half a share is split into parts of about
-half a share each: ``ceil(estimate / half a share)`` of them, at most one per GPU and one per
-timed case, and none under ``PART_MIN_S`` (each part pays a worker's start-up and compilation
-again). A small experiment, or a build of one GPU, keeps its run whole.
+most the longest job (Graham's bound for list scheduling); to keep that within half a share
+more, a run whose estimate (its last refresh's ``wall_s``, as the scheduler's, which counts its
+sanitizer and profile passes too, though only the timed run is split) is more than half a share
+is split into parts of about half a share each: ``ceil(estimate / half a share)`` of them, at
+most one per GPU and one per timed case, and none under ``PART_MIN_S`` (each part pays a
+worker's start-up and compilation again). A small experiment, or a build of one GPU, keeps its
+run whole, as does a filtered run (``--kernel``, ``--case``) and the large pass (``runs.py``).
 
 How its cases are divided (``divide``): the main and edge cases are weighed by what they cost
 last time (``weights``), dealt heaviest first to the lightest part, and each part runs its
