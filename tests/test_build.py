@@ -449,3 +449,54 @@ def test_a_run_that_failed_for_more_than_what_its_machine_lacked_is_not_accepted
     proc = run_cli("--accept", "sneaky_read", root=project)  # every row verified; memcheck found a bad read
     assert proc.returncode == 1 and "not held back for what it could not run here" in proc.stdout, proc.stdout
     assert store.read_failure("sneaky_read", GPU) is not None
+
+
+def test_a_long_run_is_split_by_cases_over_both_gpus_and_a_part_that_dies_fails_it(tmp_path):
+    """Alone in its build, a run with no last one to go by (estimated at a minute) is split over
+    the two GPUs: each part a worker of its own, with its cases and its GPU's ceiling, merged
+    into one record, sanitized and profiled once. A part whose worker dies fails the run, and
+    the last good results stay."""
+    import dataclasses
+    import re
+
+    project = copy_project(tmp_path / "p", [])
+    folder = shutil.copytree(FAULTS / "snippets" / "wrong_answer", project / "snippets" / "split_add")
+    (folder / "1_skips_last.cu").write_text((folder / "1_skips_last.cu").read_text()
+                                            .replace("i < n - 1", "i < n").replace("add_skip_last", "add"))
+    (folder / "experiment.py").write_text(
+        "import os\n\n\ndef crash(case):\n    if case.name == os.environ.get('FAKE_CRASH_AT'):\n        os._exit(3)\n\n\n"
+        + (folder / "experiment.py").read_text().replace('"add_skip_last"', '"add"')
+        .replace('cases=[Case("small", n=1000)]',
+                 'cases=[Case("small", n=1000), Case("mid", n=2000), Case("big", n=4000)]')
+        .replace("inputs=lambda case, rng: ", "inputs=lambda case, rng: crash(case) or "))
+    store = Store(project / "results")
+    proc = run_cli("--gpus", "all", root=project, env=fake_env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "split_add: split into 2 parts by cases, each on a GPU of its own: part 1: small, mid, one; part 2: big" \
+        in out, out
+    assert re.search(r"GPU [01]: done  split_add: timed run, part 1 of 2 \(\d+\.\d s\)", out)
+    assert re.search(r"GPU [01]: done  split_add: timed run, part 2 of 2 \(\d+\.\d s\)", out)
+    record = store.read("split_add", GPU)
+    assert [r.case for r in record.rows] == ["small", "mid", "big", "one"]
+    assert [p.cases for p in record.split] == [["small", "mid", "one"], ["big"]]
+    assert {p.device_index for p in record.split} <= {0, 1}  # both on GPU 0 where GPU 1 was still busy
+    assert record.provenance.device_index == record.split[0].device_index
+    copy = {r.params["device_index"]: r for r in store.read("ceilings", GPU).rows if r.name == "copy"}
+    for part in record.split:  # each part was told its own GPU's ceiling
+        assert part.ceiling.median_ms == copy[part.device_index].time.median_ms
+    assert re.search(r"split: part 1 on GPU [01] \(\d+\.\d s\), part 2 on GPU [01] \(\d+\.\d s\)", out), out
+    assert record.sanitizer and all(v.errors == 0 for v in record.sanitizer["1_skips_last"].values())
+    assert record.profile.status == "ok" and out.count("start profile: split_add") == 1
+    assert record.wall_s >= sum(p.wall_s for p in record.split)
+
+    store.write(dataclasses.replace(record, wall_s=100.0))  # long enough to be split again
+    before = store.path("split_add", GPU).read_text()
+    proc = run_cli("--gpus", "all", "--force", "--no-sanitize", "--no-profile", root=project,
+                   env={**fake_env(), "FAKE_CRASH_AT": "big"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert re.search(r"✗ split_add: part [12] of 2, on GPU [01]: worker exited with status 3", proc.stdout), \
+        proc.stdout
+    assert store.path("split_add", GPU).read_text() == before
+    failure = store.read_failure("split_add", GPU)
+    assert failure.rows == [] and "worker exited with status 3" in failure.error

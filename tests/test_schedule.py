@@ -118,3 +118,11 @@ def test_an_experiment_is_finished_before_the_next_one_starts():
         name = order[before]
         assert all(order.index(f"{name}:{t}") < after for t in ("memcheck", "racecheck", "profile")), order
     check_rules(clock, slots=2)
+
+
+def test_each_job_done_says_how_long_it_took():
+    clock, events = Clock(), []
+    Scheduler([0], on_event=events.append).run([clock.job("exp: timed run", 0.2)])
+    done = next(e for e in events if "done" in e)
+    assert done.startswith("GPU 0: done  exp: timed run (") and done.endswith(" s)")
+    assert 0.2 <= float(done.split("(")[1].split()[0]) < 1.0

@@ -1,8 +1,10 @@
 """Run experiments on this machine's GPUs and freeze what they produce.
 
 For each GPU, first its copy ceiling (``ceilings.py``); for each experiment, one timed run (a
-worker process with the experiment's time limit, on a GPU of its own), then, if it verified, one
-untimed job per compute-sanitizer tool (``runs.py``, ``sanitizing.py``). When an experiment's last
+worker process with the experiment's time limit, on a GPU of its own; on a node of several GPUs
+a long one is split by cases into parts that run side by side, each a timed run on a GPU of its
+own, and merged into one record: ``split.py``), then, if it verified, one untimed job per
+compute-sanitizer tool (``runs.py``, ``sanitizing.py``). When an experiment's last
 job is back, ``policy`` judges it and its record, or a failure record beside the last good one, is
 written (``format.py``). Then the Nsight Compute pass (``profiling.py``). The large pass
 (``plan.LARGE``) is the timed run alone, at each experiment's cases of 2^31 elements and more,
@@ -98,9 +100,9 @@ class Build:
         for standing in reprofile:
             profiling.later(standing.name, standing.record, None)
         measured = Ceilings(workers, recorder, self.console, options.gpus)
-        runs = Runs(workers, recorder, measured, Sanitizing(workers, sanitize), profiling, options)
+        runs = Runs(workers, recorder, measured, Sanitizing(workers, sanitize), profiling, options, self.console)
         jobs: list[Job] = [measured.job(g) for g in options.gpus] if ceilings else []
         events = lambda e: self.console.print(f"[dim]{escape(e)}[/]")
-        Scheduler(options.gpus, options.shared_slots, on_event=events).run(jobs + [runs.job(due) for due in todo])
+        Scheduler(options.gpus, options.shared_slots, on_event=events).run(jobs + runs.jobs(todo))
         if profiling.waiting:
             Scheduler(options.gpus, options.shared_slots, on_event=events).run(profiling.jobs())

@@ -60,13 +60,14 @@ class Recorder:
         if self.options.dry_run:
             if record is not None:
                 print_rows(self.console, record)
-            self.note(Outcome(name, "failed" if error else "dry run", error or "nothing written",
+            self.note(Outcome(name, "failed" if error else "dry run", error or "nothing written" + split_over(record),
                               seconds, gpu, record.phases_s if record else {}))
             return
         if error is None:
             record.wall_s = round(seconds, 2)
             self.store.write(record)
-            self.note(Outcome(name, "ran", f"{len(record.rows)} results", seconds, gpu, record.phases_s))
+            self.note(Outcome(name, "ran", f"{len(record.rows)} results" + split_over(record), seconds, gpu,
+                              record.phases_s))
             return
         failure = record or Record(experiment=name, title=name, gpu=gpu_name or self.gpu_name,
                                    provenance=None, rows=[], status="failed", part=self.options.part.name)
@@ -102,3 +103,11 @@ class Recorder:
         else:
             outcome.seconds += seconds
             outcome.phases = record.phases_s
+
+
+def split_over(record: Record | None) -> str:
+    """What an outcome says of a run split over several GPUs: each part's GPU and seconds."""
+    if record is None or not record.split:
+        return ""
+    return "; split: " + ", ".join(f"part {i + 1} on GPU {p.device_index} ({p.wall_s:.1f} s)"
+                                   for i, p in enumerate(record.split))

@@ -27,7 +27,7 @@ class Outcome:
 def print_rows(console: Console, record: Record) -> None:
     """A run's rows as a table (what ``--dry-run`` and the filters show instead of writing)."""
     table = Table("case", "kernel", "status", "median", "throughput", "% of copy", "worst / bound", "verified in",
-                  title=f"{record.experiment} on {record.gpu} (GPU {record.provenance.device_index})")
+                  title=f"{record.experiment} on {record.gpu} (GPU {devices(record)})")
     for r in record.rows:
         value, unit = metrics.throughput(r)
         pct = metrics.pct_of_ceiling(r, record)
@@ -36,6 +36,12 @@ def print_rows(console: Console, record: Record) -> None:
                       f"{pct:.1f}%" if pct else "", f"{r.check.bound_ratio:.2g}" if isinstance(r, CHECKED) and r.check else "",
                       f"{r.verify_s:.2f} s" if isinstance(r, RunRow) and r.verify_s is not None else "")
     console.print(table)
+
+
+def devices(record: Record) -> str:
+    """The GPU that ran ``record``, or each that ran a part of it."""
+    indices = [p.device_index for p in record.split] if record.split else [record.provenance.device_index]
+    return ", ".join(map(str, indices))
 
 
 def print_outcomes(console: Console, gpu: str, outcomes: list[Outcome], wall_s: float) -> None:

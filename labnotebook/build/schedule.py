@@ -1,7 +1,7 @@
 """Jobs over a node's GPUs: never two timed runs on one GPU, and nothing beside a timed run.
 
-A *timed* job (an experiment's run, a ceiling measurement) has its GPU to itself, since anything
-beside it would disturb its timings. An *untimed* job (a compute-sanitizer pass, which only
+A *timed* job (an experiment's run, or a part of one split by cases over several GPUs, a
+ceiling measurement) has its GPU to itself, since anything beside it would disturb its timings. An *untimed* job (a compute-sanitizer pass, which only
 verifies) may share a GPU with other untimed jobs, up to ``shared_slots`` at once. A job may be
 pinned to one GPU (each GPU measures its own ceiling) and may add follow-up jobs when it
 finishes (an experiment's sanitizer passes and its profile, once its run has succeeded).
@@ -60,7 +60,7 @@ class Scheduler:
             self._dispatch()
             job, result = self.done.get()
             self.running[job.ran_on].remove(job)
-            self.on_event(f"GPU {job.ran_on}: done  {job.label}")
+            self.on_event(f"GPU {job.ran_on}: done  {job.label} ({job.ended - job.started:.1f} s)")
             if job.then is not None:
                 for follow_up in job.then(result):
                     follow_up.follow_up = True

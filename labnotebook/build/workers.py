@@ -95,10 +95,12 @@ class Workers:
         for server in self.servers.values():
             server.close()
 
-    def run(self, name: str, gpu: int, args: list[str], time_limit: float) -> tuple[Record | None, str | None]:
-        """Run one worker on ``gpu``, forked from its server, relaying its output;
+    def run(self, name: str, gpu: int, args: list[str], time_limit: float,
+            label: str | None = None) -> tuple[Record | None, str | None]:
+        """Run one worker on ``gpu``, forked from its server, relaying its output (each line after
+        ``label``, the experiment's name unless told, where several GPUs print at once);
         ``(record, None)`` or ``(None, error)``."""
-        prefix = f"{name} │ " if self.many else ""
+        prefix = f"{label or name} │ " if self.many else ""
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="notebook-run-") as tmp:
             out = Path(tmp) / "record.json"

@@ -8,7 +8,7 @@ import dataclasses
 
 from ..errors import ResultsError
 from .format import (FORMAT, PARTS, Ceiling, KernelInfo, KernelProfile, MachineKey, Profile, ProfilePass, Provenance,
-                     Record, Resources, Verdict)
+                     Record, Resources, SplitPart, Verdict)
 from .migrations import migrate
 from .rows import ROW_KINDS, STATUSES, Check, LaunchShape, Row, Timing
 
@@ -64,6 +64,7 @@ def _record(data: dict) -> Record:
         sanitizer=lambda s: {k: {t: _build(Verdict, v) for t, v in tools.items()} for k, tools in s.items()},
         profile=profile_from_json,
         machine=lambda m: _build(MachineKey, m),
+        split=lambda parts: [_build(SplitPart, p, ceiling=lambda c: _build(Ceiling, c)) for p in parts],
     )
 
 

@@ -1,12 +1,13 @@
 """The results format: the one definition of what ``build_results.py`` writes and what the
 store, ``--summary``, the site and the analysis notebook read.
 
-A results file holds one ``Record``: an experiment's run on one GPU, with its rows (a subclass
-of ``Row`` per kind). Every field is documented where it is defined. Files carry ``FORMAT``; a
-file of an older version is brought up to date on load (``migrations.py``), so a format change
-never needs a GPU run, and one that only adds optional fields needs no migration: a new field
-is its line here, its default, and a line in this history. Writing always uses the current
-version; ``codec.py`` reads and writes the JSON.
+A results file holds one ``Record``: an experiment's run on one GPU (or on several of one node,
+its cases split between them: ``Record.split``), with its rows (a subclass of ``Row`` per
+kind). Every field is documented where it is defined. Files carry ``FORMAT``; a file of an
+older version is brought up to date on load (``migrations.py``), so a format change never needs
+a GPU run, and one that only adds optional fields needs no migration: a new field is its line
+here, its default, and a line in this history. Writing always uses the current version;
+``codec.py`` reads and writes the JSON.
 
 Format history:
 
@@ -28,6 +29,10 @@ Format history:
 7. Keys by meaning (``keys.RULE``) and machine code: ``Record.key_rule`` and ``Record.machine``;
    an older file's hashes are of every file's bytes (``key_rule: "text"``).
 8. ``ProfilePass.date`` and ``ProfilePass.git_commit``: when and at which commit a profile was taken.
+9. ``Record.split``: a timed run split by cases over several GPUs of a node (``build_results.py
+   --gpus``, ``labnotebook/build/split.py``), each part's GPU, cases, copy ceiling and wall time; a
+   row's "% of copy ceiling" is of the ceiling of the GPU that ran it (``Record.ceiling_of``). None
+   in older files: one run on one GPU, as ever.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from typing import Literal
 from .rows import Check, LaunchShape, Row, Timing  # noqa: F401
 
 NAME = "labnotebook-results"
-VERSION = 8
+VERSION = 9
 FORMAT = f"{NAME}/{VERSION}"
 
 # Which pass made a record: "main" (the timed and edge cases, sanitized and profiled:
@@ -224,6 +229,16 @@ class Ceiling:
 
 
 @dataclass(frozen=True)
+class SplitPart:
+    """One part of a timed run split by cases over several GPUs of a node (``Record.split``)."""
+
+    device_index: int  # the GPU that ran it, as ``Provenance.device_index``
+    cases: list[str]  # the main and edge cases it ran, in the declaration's order
+    ceiling: Ceiling | None  # that GPU's copy ceiling, which its rows' "% of copy ceiling" is of
+    wall_s: float  # its worker's wall time
+
+
+@dataclass(frozen=True)
 class Provenance:
     """Where and with what a record was made. No paths, host or user names."""
 
@@ -289,7 +304,9 @@ class Record:
     # Seconds of wall time from the start of the timed run to the end of the last pass over it
     # (sanitizer, profile); None before format 5. ``phases_s`` splits it by ``REFRESH_PHASES``: the
     # phases add up to it but for the waits between passes (on a node of several GPUs the two
-    # passes may run side by side, on different GPUs, and then add up to more).
+    # passes may run side by side, on different GPUs, and then add up to more). Of a run split
+    # over several GPUs (``split``), the timed run counts as its parts' wall times added up, and so
+    # do its phases: the GPU-seconds it cost, as on one GPU, not the shorter time it took.
     wall_s: float | None = None
     phases_s: dict[str, float] = field(default_factory=dict)
     # What it was measured from (labnotebook/results/keys.py): each file of its key -> that file's hash,
@@ -300,14 +317,23 @@ class Record:
     machine: MachineKey | None = None  # None: no nvcc where it was made, or a migrated file
     # {kernel: {tool: Verdict}}; None when the run had no compute-sanitizer pass.
     sanitizer: dict[str, dict[str, Verdict]] | None = None
-    peak_host_bytes: int | None = None  # the worker's peak resident memory
+    peak_host_bytes: int | None = None  # the worker's peak resident memory (the largest part's, where split)
     profile: ProfilePass | None = None  # None when the run had no profile pass
     error: str | None = None  # failure records: why the run failed
     failed_at: str | None = None  # failure records: when
     part: Part = "main"  # the pass that made it (``PARTS``)
+    # The timed run's parts where it was split by cases over several GPUs, in the order of their
+    # first cases; None: one run on one GPU (``provenance.device_index``). A split record's
+    # ``provenance`` and ``ceiling`` are its first part's.
+    split: list[SplitPart] | None = None
 
     def row(self, name: str, case: str) -> Row | None:
         return next((r for r in self.rows if r.name == name and r.case == case), None)
+
+    def ceiling_of(self, row: Row) -> Ceiling | None:
+        """The copy ceiling of the GPU that ran ``row``: its part's, where the run was split."""
+        part = next((p for p in self.split or () if row.case in p.cases), None)
+        return part.ceiling if part else self.ceiling
 
     def to_json(self) -> dict:
         from .codec import record_to_json  # which reads these types

@@ -28,9 +28,11 @@ def throughput(row: Row) -> tuple[float | None, str | None]:
     return None, None
 
 
-def ceiling_gbs(record: Record) -> float | None:
-    """The copy bandwidth measured in the same run, if any."""
-    return record.ceiling.gbs if record.ceiling and record.ceiling.gbs else None
+def ceiling_gbs(record: Record, row: Row | None = None) -> float | None:
+    """The copy bandwidth measured in the same run, if any: for ``row``, on the GPU that ran it
+    (each part of a run split over several GPUs has its own)."""
+    ceiling = record.ceiling_of(row) if row is not None else record.ceiling
+    return ceiling.gbs if ceiling and ceiling.gbs else None
 
 
 def fma_tflops(record: Record) -> float | None:
@@ -40,10 +42,10 @@ def fma_tflops(record: Record) -> float | None:
 
 
 def pct_of_ceiling(row: Row, record: Record) -> float | None:
-    """Bandwidth as a percentage of the copy bandwidth measured in the same run; None for rows
-    that are not GPU memory traffic (copies to or from the host, CPU baselines)."""
+    """Bandwidth as a percentage of the copy bandwidth measured in the same run on the same GPU;
+    None for rows that are not GPU memory traffic (copies to or from the host, CPU baselines)."""
     value, unit = throughput(row)
-    ceiling = ceiling_gbs(record)
+    ceiling = ceiling_gbs(record, row)
     if unit != "GB/s" or not ceiling or row.kind == "transfer" or row.on_cpu:
         return None
     return 100.0 * value / ceiling

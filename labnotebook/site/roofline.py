@@ -82,5 +82,5 @@ def _roof_points(ctx, gpu) -> tuple[list[plots.RoofPoint], list[tuple[str, str, 
             except Problem:  # no profile, or a stale one: the point stands, its limiter is unknown
                 limiter = "–"
             points.append(plots.RoofPoint(experiment, name, row.kind, case, row.intensity, tflops, limiter,
-                                          metrics.ceiling_gbs(view.record)))
+                                          metrics.ceiling_gbs(view.record, row)))
     return points, missing
