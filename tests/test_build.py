@@ -206,7 +206,8 @@ def test_racecheck_runs_the_kernels_with_shared_memory_alone_and_says_why_not_th
     """racecheck checks shared memory and nothing else: the kernel without any gets a verdict that
     says so (not a clean run it never had), and racecheck runs the two others, each in a worker
     of its own; every tool runs each kernel at the cheapest edge cases that together take every
-    path it takes (the experiment's, and the second kernel's own: one more case)."""
+    path it takes (the experiment's, and the second kernel's own, for which one case takes the
+    place of another)."""
     project = copy_project(tmp_path / "p", [])
     folder = shutil.copytree(FAULTS / "snippets" / "wrong_answer", project / "snippets" / "two_adds")
     plain = (folder / "1_skips_last.cu").read_text().replace("i < n - 1", "i < n").replace("add_skip_last", "add")
@@ -236,9 +237,9 @@ def test_racecheck_runs_the_kernels_with_shared_memory_alone_and_says_why_not_th
     assert sorted(t for t, _, _ in ran) == ["initcheck", "memcheck", "racecheck", "racecheck", "synccheck"]
     racecheck = {program.rsplit(" ", 1)[1]: pairs for t, program, pairs in ran if t == "racecheck"}
     assert all("--kernel" in program and "--paths-cover" in program for t, program, _ in ran if t == "racecheck")
-    assert racecheck == {"2_staged": "257:2_staged,one:2_staged,3:2_staged", "3_staged": "257:3_staged,one:3_staged"}
+    assert racecheck == {"2_staged": "257:2_staged,3:2_staged", "3_staged": "257:3_staged,one:3_staged"}
     assert all("--kernel" not in program and "--paths-cover" in program for t, program, _ in ran if t != "racecheck")
-    every = "257:1_add,257:2_staged,257:3_staged,one:1_add,one:2_staged,one:3_staged,3:2_staged"
+    every = "257:1_add,257:2_staged,257:3_staged,one:1_add,one:3_staged,3:2_staged"
     assert {t: pairs for t, _, pairs in ran if t != "racecheck"} == {t: every for t in ("memcheck", "synccheck", "initcheck")}
 
 
@@ -355,13 +356,37 @@ def test_a_profile_session_that_dies_fails_that_experiment_alone_and_a_new_one_p
     recorder = Recorder(Store(tmp_path / "results"), console, keys, Options(), GPU)
     profiling = Profiling(workers, recorder, keys, console, [0], ncu_version=None)
     for name in "abc":
-        profiling.later(name, Record(experiment=name, title=name, gpu=GPU, provenance=None, rows=[], status="ok"), 0)
+        profiling.later(name, Record(experiment=name, title=name, gpu=GPU, provenance=None, rows=[], status="ok"))
     monkeypatch.setattr(Profiling, "time_limit", lambda self, name: 60)
     results = profiling.session(["a", "b", "c"], 0)
     assert [results[n][0].status for n in "abc"] == ["ok", "failed", "ok"]
     assert results["b"][0].reason == "the worker did not finish under ncu: Segmentation fault in b"
     # Each one's seconds: its own part and a share of its session's start-up.
     assert results["a"][1] > 0.01 and results["c"][1] > 0.01 and results["b"][1] > 0
+
+
+def test_the_profile_sessions_share_the_experiments_out_so_that_they_end_together(tmp_path):
+    """Longest first, each to the GPU with the least so far, whichever GPU timed it."""
+    import io
+
+    from rich.console import Console
+
+    from labnotebook.build.plan import Options
+    from labnotebook.build.processes import Processes
+    from labnotebook.build.profiling import Profiling
+    from labnotebook.build.records import Recorder
+    from labnotebook.build.workers import Workers
+    from labnotebook.results.freshness import CurrentKeys
+
+    console, keys = Console(file=io.StringIO()), CurrentKeys(tmp_path)
+    profiling = Profiling(Workers(tmp_path, Processes(), tmp_path, [0, 1], console),
+                          Recorder(Store(tmp_path / "results"), console, keys, Options(), GPU), keys, console,
+                          [0, 1], ncu_version=None)
+    for name, seconds in (("a", 15.0), ("b", 30.0), ("c", 20.0), ("d", 4.0)):
+        profiling.later(name, Record(experiment=name, title=name, gpu=GPU, provenance=None, rows=[], status="ok",
+                                     phases_s={"profile": seconds}))
+    assert {job.gpu: (job.label, job.estimate_s) for job in profiling.jobs()} == {
+        0: ("profile: b, d", 34.0), 1: ("profile: c, a", 35.0)}
 
 
 def test_a_profile_pass_that_lost_a_gpu_kernel_says_which_and_why_but_not_for_a_cpu_baseline():
@@ -398,7 +423,7 @@ def test_a_profile_is_keyed_by_the_rule_its_record_is_judged_by(tmp_path):
                           Recorder(store, console, keys, Options(), GPU), keys, console, [0], ncu_version=None)
     for name, rule in (("old", "text"), ("new", "meaning")):
         profiling.later(name, Record(experiment=name, title=name, gpu=GPU, provenance=None, rows=[], status="ok",
-                                     key_rule=rule), 0)
+                                     key_rule=rule))
         profiling.add(name, ProfilePass("ok"), 1.0, 0)
         assert store.read(name, GPU).profile.sources == keys.profiler.files_by(rule)
     assert keys.profiler.files_by("text") != keys.profiler.files_by("meaning")

@@ -98,7 +98,7 @@ class Build:
         options = self.options
         profiling = Profiling(workers, recorder, self.keys, self.console, options.gpus, ncu_version)
         for standing in reprofile:
-            profiling.later(standing.name, standing.record, None)
+            profiling.later(standing.name, standing.record)
         measured = Ceilings(workers, recorder, self.console, options.gpus)
         runs = Runs(workers, recorder, measured, Sanitizing(workers, sanitize), profiling, options, self.console)
         jobs: list[Job] = [measured.job(g) for g in options.gpus] if ceilings else []

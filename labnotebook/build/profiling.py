@@ -1,5 +1,5 @@
-"""The Nsight Compute pass, after the runs: one ncu session per GPU over every experiment just
-written there (and every fresh one whose profile is stale or missing), each GPU to itself so that
+"""The Nsight Compute pass, after the runs: one ncu session per GPU over its share of every
+experiment just written (and every fresh one whose profile is stale or missing), each GPU to itself so that
 no other work shows in its counters; each profile is added to its record as it comes back.
 ``ncu.py`` has ncu's command line and reads its report."""
 
@@ -29,10 +29,9 @@ from .workers import Workers
 
 @dataclass
 class Unprofiled:
-    """A record waiting for its GPU's ncu session: just written, or fresh with a stale profile."""
+    """A record waiting for an ncu session: just written, or fresh with a stale profile."""
     record: Record
     exp: Experiment | None  # loaded when the profile's time limit is asked for, if not yet
-    gpu: int | None  # the GPU that ran it; None: any
 
     @property
     def estimate_s(self) -> float:
@@ -49,17 +48,18 @@ class Profiling:
         self.gpus, self.ncu_version = gpus, ncu_version
         self.waiting: dict[str, Unprofiled] = {}
 
-    def later(self, name: str, record: Record, gpu: int | None, exp: Experiment | None = None) -> None:
-        """Queue ``record`` (written, or fresh with a stale profile) for its GPU's ncu session."""
-        self.waiting[name] = Unprofiled(record, exp, gpu)
+    def later(self, name: str, record: Record, exp: Experiment | None = None) -> None:
+        """Queue ``record`` (written, or fresh with a stale profile) for an ncu session."""
+        self.waiting[name] = Unprofiled(record, exp)
 
     def jobs(self) -> list[Job]:
-        """One ncu session per GPU: each experiment on the GPU that ran it, the rest (profiles
-        of results that stand) where the load is least, by the last profile's seconds."""
+        """One ncu session per GPU, the experiments dealt out longest first (by the last
+        profile's seconds) to the GPU with the least so far, so that the sessions end together.
+        The GPUs of a build are of one model; which of them timed a run does not matter here."""
         load = {g: 0.0 for g in self.gpus}
         chunks: dict[int, list[str]] = {g: [] for g in self.gpus}
-        for name, waiting in sorted(self.waiting.items(), key=lambda kv: (kv[1].gpu is None, -kv[1].estimate_s)):
-            g = waiting.gpu if waiting.gpu in load else min(load, key=load.get)
+        for name, waiting in sorted(self.waiting.items(), key=lambda kv: -kv[1].estimate_s):
+            g = min(load, key=load.get)
             chunks[g].append(name)
             load[g] += waiting.estimate_s
         return [self.job(names, g) for g, names in chunks.items() if names]

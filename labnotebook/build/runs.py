@@ -112,5 +112,5 @@ class Runs:
         error = self.recorder.judge_sanitizer(due.name, due.exp, record) if record.sanitizer is not None else None
         self.recorder.finish(due.name, record.gpu, due.key, record, error, t0, gpu)
         if error is None and self.options.profile:
-            self.profiling.later(due.name, record, gpu, due.exp)
+            self.profiling.later(due.name, record, due.exp)
         return []

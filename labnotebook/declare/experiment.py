@@ -177,7 +177,7 @@ class PhaseProgram:
 
     source: str
     cases: tuple[str, ...]
-    repeats: int = 10
+    repeats: int = 10  # fresh processes at most: five at least, more while they take under 5 s
 
 
 @dataclass(frozen=True)
@@ -294,7 +294,8 @@ class Experiment:
     def sanitizer_cases(self, kernel: Kernel) -> list[Case]:
         """The edge cases the sanitizer tools run ``kernel`` at: every one where no paths are
         declared; else, of those it takes, from the cheapest (``cost``), each that takes a path
-        no cheaper one took."""
+        no cheaper one took; then, from the costliest, each dropped whose paths the others left
+        take."""
         if self.paths is None and kernel.paths is None:
             return list(self.edge_cases)
         taken: set[str] = set()
@@ -304,6 +305,9 @@ class Experiment:
             if new:
                 chosen.append(case)
                 taken |= new
+        for case in sorted(chosen, key=self.cost, reverse=True):
+            if self.paths_of(kernel, case) <= {p for c in chosen if c is not case for p in self.paths_of(kernel, c)}:
+                chosen.remove(case)
         return [c for c in self.edge_cases if c in chosen]
 
     def sanitizer_plan(self, names: set[str] | None = None) -> dict[str, set[str]]:

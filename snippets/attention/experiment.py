@@ -398,9 +398,10 @@ experiment = Experiment(
         # tiles of every height, and several with a ragged last one.
         shape(1, 1, 512, 64), shape(1, 1, 512, 128, mask="causal"), shape(1, 1, 512, 64, "bf16"),
         shape(1, 1, 512, 128, "bf16"), shape(1, 1, 300, 64), shape(1, 1, 300, 128, "bf16", "causal"),
-        # The mask over several whole tiles at D = 128 in fp16, for the rungs whose tiles are
-        # short of 256 rows (only rung 6's two stages need N = 512).
-        shape(1, 2, 128, 128, mask="causal"),
+        # Several whole tiles of 64 rows in every template, with either mask, for the rungs
+        # whose tiles are short of 256 rows (only rung 6's two stages need N = 512).
+        shape(1, 2, 128, 64, mask="causal"), shape(1, 2, 128, 128, mask="causal"), shape(1, 2, 128, 128),
+        shape(1, 1, 128, 128, "bf16", "causal"),
     ],
     paths=paths,
     # 2^31 elements in each of Q, K and V (4 GiB each; O 8 GiB, its float64 reference 16 GiB on the

@@ -276,6 +276,9 @@ experiment = Experiment(
         # Rung 8's rows whole in warps' 32s and in 256s, and rows of up to 8192 columns in
         # whole float4s for rungs 11 and 12, as at their timed cases.
         matrix(130, 256), matrix(3, 4100),
+        # The special inputs in long rows of whole float4s, short of the 131072 columns above:
+        # for rungs 10 to 12, which take racecheck tens of seconds there.
+        matrix(12, 2052, "extremes", name="12x2052 extremes"), matrix(4, 2048, "neg_inf", name="4x2048 with -inf"),
     ],
     paths=paths,
     # 2^31 elements (8 GiB in, 8 GiB out): short rows (rung 7, Triton) and long ones
