@@ -15,8 +15,6 @@ decides what runs, ``schedule.py`` where; each worker is its own process (``work
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..results.freshness import CurrentKeys, Stored
+from ..results.machine import CACHE as CUBIN_CACHE
 from ..results.store import CEILINGS, Store
 from . import ncu
 from .ceilings import Ceilings
@@ -81,14 +80,16 @@ class Build:
             self.console.print(f"[bold]{gpu_name}[/] (GPU {gpus}){options.part.heading}: running {len(todo)} "
                                f"experiment(s), {unchanged} unchanged"
                                + (f", {len(reprofile)} to profile" if reprofile and not todo else ""))
-            cubin_cache = Path(tempfile.mkdtemp(prefix="notebook-cubins-"))
+            # The project's cubin cache (keyed on nvcc, flags, source and headers), kept between
+            # builds: the large pass, run after the main one, compiles nothing again.
+            cubin_cache = self.root / CUBIN_CACHE
+            cubin_cache.mkdir(parents=True, exist_ok=True)
             workers = Workers(self.root, self.processes, cubin_cache, options.gpus, self.console)
             try:
                 self.schedule(workers, recorder, todo, reprofile, ceilings=timing and bool(todo or ceilings_due),
                               sanitize=sanitize, ncu_version=ncu_version)
             finally:
                 workers.close()
-                shutil.rmtree(cubin_cache, ignore_errors=True)
         return recorder.outcomes, time.perf_counter() - t0
 
     def schedule(self, workers: Workers, recorder: Recorder, todo: list[Due], reprofile: list[Standing],

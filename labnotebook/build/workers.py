@@ -57,7 +57,7 @@ def worker_result(result: tuple[Record | None, str | None] | BaseException) -> t
 
 class Workers:
     """The workers of one build over ``gpus``: they share ``cubin_cache`` (each kernel compiled
-    once per build), and their lines go to ``console``, each prefixed with its experiment where
+    once, kept for later builds), and their lines go to ``console``, each prefixed with its experiment where
     several GPUs print at once."""
 
     def __init__(self, root: Path, processes: Processes, cubin_cache: Path, gpus: list[int], console: Console):

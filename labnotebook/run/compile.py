@@ -83,7 +83,7 @@ def compile_cubin(source: Path, out_dir: Path, arch: str = "sm_90", options: tup
     """Compile ``source`` to ``out_dir/<stem>.cubin``. Raises CompileError with nvcc's message,
     paths shown relative to ``root`` so that no machine path reaches a user or a results file.
     With ``root``, nvcc runs there on relative paths, so that the code (``__FILE__`` in an assert,
-    say) is the same from any checkout. With ``cache`` (a folder shared by one build's workers),
+    say) is the same from any checkout. With ``cache`` (a folder shared by builds and their workers),
     a file compiled once with the same nvcc, flags and headers is not compiled again. Without
     ``line_info`` the cubin has no debug sections (the same code: machine.py keys on it)."""
     arch, options = target(arch, options)

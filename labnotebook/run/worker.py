@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
                              "for ncu (no record)")
     parser.add_argument("--kernel", nargs="+", help="run only these kernels and baselines")
     parser.add_argument("--case", nargs="+", help="run only these cases")
-    parser.add_argument("--cubin-cache", type=Path, default=None, help="a folder shared by one build's workers")
+    parser.add_argument("--cubin-cache", type=Path, default=None,
+                        help="the cubin cache the build's workers share (the project's .cache/cubins)")
     args = parser.parse_args(argv)
     cpus = os.environ.get("NOTEBOOK_CPUS")
     if cpus and hasattr(os, "sched_setaffinity"):  # this GPU's share of the host's cores
