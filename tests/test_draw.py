@@ -22,3 +22,10 @@ def test_an_elementwise_function_over_slices_is_the_function_over_the_whole(monk
     out = draw.elementwise(lambda s: s.astype(np.float16), x, np.float16)
     assert out.shape == x.shape and out.dtype == np.float16
     assert np.array_equal(out, x.astype(np.float16), equal_nan=True)
+
+
+def test_uniform_values_lie_in_their_range_whatever_the_type(monkeypatch):
+    monkeypatch.setattr(draw, "SLICE", 1000)
+    for dtype in (np.float32, np.float64, np.float16):
+        x = draw.uniform(np.random.default_rng(3), 2500, -1, 1, dtype=dtype)
+        assert x.dtype == dtype and x.min() >= -1 and x.max() <= 1 and x.min() < -0.9 and x.max() > 0.9
