@@ -19,7 +19,7 @@ def test_an_elementwise_function_over_slices_is_the_function_over_the_whole(monk
     monkeypatch.setattr(draw, "SLICE", 1000)
     x = np.random.default_rng(1).standard_normal((5, 1001)).astype(np.float32)
     x[0, 3], x[4, 1000] = np.inf, np.nan
-    out = draw.elementwise(lambda s: s.astype(np.float16), x, np.float16)
+    out = draw.in_slices(lambda s: s.astype(np.float16), x, np.float16)
     assert out.shape == x.shape and out.dtype == np.float16
     assert np.array_equal(out, x.astype(np.float16), equal_nan=True)
 

@@ -52,7 +52,7 @@ class Options:
     kernels: list[str] | None = None  # run only these kernels and baselines
     cases: list[str] | None = None  # run only these cases
     dry_run: bool = False  # print the table, write nothing
-    shared_slots: int = 4  # sanitizer jobs that may share one GPU
+    shared_slots: int = 6  # sanitizer jobs that may share one GPU (racecheck alone has one per kernel)
     part: Part = MAIN
 
 

@@ -46,7 +46,7 @@ def normal(rng: np.random.Generator, shape, dtype=np.float32) -> np.ndarray:
     return _fill(rng, shape, dtype, lambda g, x: g.standard_normal(out=x, dtype=x.dtype))
 
 
-def elementwise(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray, dtype) -> np.ndarray:
+def in_slices(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray, dtype) -> np.ndarray:
     """``fn(x)`` for an elementwise ``fn`` whose result is of ``dtype``, a slice of ``x`` at a
     time on every core (NumPy releases the GIL in its loops): narrowing 2^31 floats to fp16 on
     one core takes tens of seconds."""

@@ -48,12 +48,12 @@ def narrow(x, dtype):
     which NumPy lacks, as its bit patterns in int16 (the kernels and PyTorch read the same bytes
     as bfloat16). inf stays inf and NaN stays NaN in both. On every core, a slice at a time."""
     if dtype == "fp16":
-        return draw.elementwise(lambda s: s.astype(np.float16), x, np.float16)
+        return draw.in_slices(lambda s: s.astype(np.float16), x, np.float16)
 
     def bf16(s):
         u = s.view(np.uint32)
         return ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16).view(np.int16)
-    return draw.elementwise(bf16, x, np.int16)
+    return draw.in_slices(bf16, x, np.int16)
 
 
 # Every bf16 value, by its 16 bits (as unsigned): float64 holds each exactly. (Half of the NaNs
