@@ -228,7 +228,9 @@ def test_racecheck_runs_the_kernels_with_shared_memory_alone_and_says_why_not_th
     proc = run_cli("--only", "two_adds", "--no-profile", root=project,
                    env={**fake_env(), "FAKE_SANITIZER_LOG": str(log)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    verdicts = Store(project / "results").read("two_adds", GPU).sanitizer
+    stored = Store(project / "results").read("two_adds", GPU)
+    verdicts = stored.sanitizer
+    assert set(stored.sanitizer_s) == {"memcheck", "synccheck", "initcheck", "racecheck 2_staged", "racecheck 3_staged"}
     assert not verdicts["1_add"]["racecheck"].checked and "no shared memory" in verdicts["1_add"]["racecheck"].first
     assert all(verdicts[k]["racecheck"].checked and verdicts[k]["racecheck"].errors == 0
                for k in ("2_staged", "3_staged"))

@@ -66,3 +66,22 @@ def test_racecheck_applies_only_where_there_is_shared_memory():
     assert applies("racecheck", info(0), [plain, dynamic])  # dynamic, at one case
     assert applies("racecheck", KernelInfo("1.cu", "f", "cuda"), [])  # ptxas said nothing: check
     assert all(applies(t, info(0), [plain]) for t in TOOLS if t != "racecheck")
+
+
+def test_a_pass_starts_with_the_jobs_that_took_longest_last_time():
+    """One job per tool, racecheck one per kernel with shared memory, each estimated at its own
+    seconds in the previous record, else at a quarter of the timed run."""
+    from types import SimpleNamespace
+
+    from labnotebook.build.sanitizing import Sanitizing
+    from labnotebook.results.format import KernelInfo, Record, Resources
+
+    def info(f, smem):
+        return KernelInfo(f"{f}.cu", f, "cuda", "sm_90", Resources(registers=16, smem_bytes=smem))
+    kernels = {"1_a": info("a", 0), "2_b": info("b", 1024), "3_c": info("c", 1024)}
+    record = Record(experiment="x", title="x", gpu="G", provenance=None, rows=[], status="ok", kernels=kernels)
+    previous = Record(experiment="x", title="x", gpu="G", provenance=None, rows=[], status="ok",
+                      sanitizer_s={"memcheck": 3.0, "racecheck 3_c": 30.0, "racecheck 2_b": 2.0})
+    jobs = Sanitizing(SimpleNamespace(), True).jobs("x", None, record, 40.0, then=lambda: [], previous=previous)
+    assert {j.label: j.estimate_s for j in jobs} == {
+        "x: memcheck": 3.0, "x: racecheck 2_b": 2.0, "x: racecheck 3_c": 30.0, "x: synccheck": 10.0, "x: initcheck": 10.0}

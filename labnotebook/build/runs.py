@@ -104,7 +104,7 @@ class Runs:
             self.recorder.finish(name, record.gpu, key, record, None, t0, gpu)
             return []
         return self.sanitizing.jobs(name, due.exp, record, estimate,
-                                    then=lambda: self.sanitized(due, record, t0, gpu))
+                                    then=lambda: self.sanitized(due, record, t0, gpu), previous=due.previous)
 
     def sanitized(self, due: Due, record: Record, t0: float, gpu: int) -> list[Job]:
         """The run's record, its sanitizer report in (where the pass ran), judged and written;

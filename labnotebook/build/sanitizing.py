@@ -28,12 +28,13 @@ class Sanitizing:
         self.workers, self.enabled = workers, enabled
 
     def jobs(self, name: str, exp: Experiment, record: Record, run_estimate_s: float,
-             then: Callable[[], list[Job]]) -> list[Job]:
+             then: Callable[[], list[Job]], previous: Record | None = None) -> list[Job]:
         """One job per tool over ``record``'s CUDA kernels, and one per kernel for racecheck (by far
         the slowest tool: its kernels then go side by side, over every GPU of a node, and the
-        build says what each cost), each estimated at a share of the timed run's
-        ``run_estimate_s`` (a quarter); ``then()`` once the last is back (at once, where no tool has anything
-        to check), its follow-ups theirs."""
+        build says what each cost), each estimated at what it took in the ``previous`` record
+        (``sanitizer_s``), else at a quarter of the timed run's ``run_estimate_s``, so that the
+        longest start first; ``then()`` once the last is back (at once, where no tool has
+        anything to check), its follow-ups theirs."""
         functions = {info.function: k for k, info in record.kernels.items() if info.language == "cuda"}
         # Python-DSL kernels only: no sanitizer frame would name them, so the tools could tell nothing.
         tools = TOOLS if self.enabled and functions else ()
@@ -63,13 +64,15 @@ class Sanitizing:
             if finished:  # the jobs run side by side: the pass took from the first start to the last end
                 jobs = finished.values()
                 record.phases_s["sanitizer"] = round(max(j.ended for j in jobs) - min(j.started for j in jobs), 2)
-                each = ", ".join(f"{u} {j.ended - j.started:.1f} s" for u, j in finished.items())
+                record.sanitizer_s = {u: round(j.ended - j.started, 2) for u, j in finished.items()}
+                each = ", ".join(f"{u} {s:.1f} s" for u, s in record.sanitizer_s.items())
                 self.workers.console.print(f"[dim]{name}: sanitizer {record.phases_s['sanitizer']:.1f} s ({each})[/]")
             if tools:
                 record.sanitizer = {k: {t: report[k][t] for t in TOOLS} for k in report}
             return then()
 
-        jobs = [self.job(name, exp, unit, tool, scope, len(functions), report, done, run_estimate_s / 4)
+        last = (previous.sanitizer_s if previous else None) or {}
+        jobs = [self.job(name, exp, unit, tool, scope, len(functions), report, done, last.get(unit, run_estimate_s / 4))
                 for unit, (tool, scope) in units.items()]
         return jobs or done("")
 

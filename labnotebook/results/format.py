@@ -32,7 +32,8 @@ Format history:
 9. ``Record.split``: a timed run split by cases over several GPUs of a node (``build_results.py
    --gpus``, ``labnotebook/build/split.py``), each part's GPU, cases, copy ceiling and wall time; a
    row's "% of copy ceiling" is of the ceiling of the GPU that ran it (``Record.ceiling_of``). None
-   in older files: one run on one GPU, as ever.
+   in older files: one run on one GPU, as ever. ``Record.sanitizer_s``: each compute-sanitizer
+   job's seconds, by which the next build starts the longest first.
 """
 
 from __future__ import annotations
@@ -317,6 +318,9 @@ class Record:
     machine: MachineKey | None = None  # None: no nvcc where it was made, or a migrated file
     # {kernel: {tool: Verdict}}; None when the run had no compute-sanitizer pass.
     sanitizer: dict[str, dict[str, Verdict]] | None = None
+    # Each of that pass's jobs' seconds, by its name: a tool ("memcheck"), or racecheck and a
+    # kernel ("racecheck 3_tiled"), which runs one job per kernel. None: no pass, or before format 9.
+    sanitizer_s: dict[str, float] | None = None
     peak_host_bytes: int | None = None  # the worker's peak resident memory (the largest part's, where split)
     profile: ProfilePass | None = None  # None when the run had no profile pass
     error: str | None = None  # failure records: why the run failed

@@ -194,16 +194,20 @@ def row_blocks(case):
     yield f"{'whole' if case.rows % 128 == 0 else 'ragged'} 128-row blocks"
 
 
-def row_span(case):
-    """The span of ``COLUMNS`` a row falls in: a path of the rungs whose block (its threads, or
-    what it holds on chip) changes with the row's length, rungs 6 to 12. Rungs 1 to 5 stride
-    along a row of any length in the same block."""
-    span = bisect.bisect_left(COLUMNS, case.cols)
-    yield f"rows of up to {COLUMNS[span]} columns" if span < len(COLUMNS) else f"rows past {COLUMNS[-1]} columns"
+def spans(*bounds):
+    """A rung's paths by row length: the span of ``bounds`` a row falls in, where its block's
+    shape, or what each thread or the block holds on chip, changes with the row's length."""
+    def paths(case):
+        span = bisect.bisect_left(bounds, case.cols)
+        yield f"rows of up to {bounds[span]} columns" if span < len(bounds) else f"rows past {bounds[-1]} columns"
+    return paths
+
+
+row_span = spans(*COLUMNS)
 
 
 def warp_rows(case):
-    """Rung 8's paths: its block of rows and its span of row lengths."""
+    """Rung 8's paths: its block of rows and its span of row lengths (``COLUMNS``)."""
     yield from row_blocks(case)
     yield from row_span(case)
 
@@ -244,13 +248,22 @@ experiment = Experiment(
                                 "on a row with no positive value the maximum stays -inf and every "
                                 "output is NaN"),
         Kernel("5_atomicmax_fixed.cu", "softmax_atomicmax_fixed", block_per_row_256),
-        Kernel("6_warp_shuffle.cu", "softmax_warp_shuffle", block_per_row, paths=row_span),
-        Kernel("7_float4_registers.cu", "softmax_float4_registers", registers, paths=row_span),
+        # Where each of rungs 6 to 12 changes with the row's length: rung 6's block grows to 1024
+        # threads (8 elements each) at 8192 columns, then loops; rung 7's (32 a thread) to 32768;
+        # rung 9's blocks keep 32 threads up to 8192 columns; rung 10's threads hold one float4
+        # up to 16384; rung 11 holds 57344 floats in shared memory, then 24576 in registers,
+        # then reads the rest twice; rung 12's threads hold one to four float4s, one more every
+        # 32768 columns.
+        Kernel("6_warp_shuffle.cu", "softmax_warp_shuffle", block_per_row, paths=spans(256, 8192)),
+        Kernel("7_float4_registers.cu", "softmax_float4_registers", registers, paths=spans(1024, 32768)),
         Kernel("8_warp_per_row.cu", "softmax_warp_per_row", warp_per_row, paths=warp_rows),
-        Kernel("9_cluster.cu", "softmax_cluster", cluster, paths=row_span),
-        Kernel("10_bulk_copy.cu", "softmax_bulk_copy", bulk_copy, nvcc_options=("-arch=sm_90a",), paths=row_span),
-        Kernel("11_on_chip.cu", "softmax_on_chip", on_chip, nvcc_options=("-arch=sm_90a",), paths=row_span),
-        Kernel("12_pipelined.cu", "softmax_pipelined", pipelined, nvcc_options=("-arch=sm_90a",), paths=row_span),
+        Kernel("9_cluster.cu", "softmax_cluster", cluster, paths=spans(8192, 131072)),
+        Kernel("10_bulk_copy.cu", "softmax_bulk_copy", bulk_copy, nvcc_options=("-arch=sm_90a",),
+               paths=spans(16384, 131072)),
+        Kernel("11_on_chip.cu", "softmax_on_chip", on_chip, nvcc_options=("-arch=sm_90a",),
+               paths=spans(57344, 81920)),
+        Kernel("12_pipelined.cu", "softmax_pipelined", pipelined, nvcc_options=("-arch=sm_90a",),
+               paths=spans(32768, 65536, 98304, 131072)),
         PythonKernel("triton_softmax.py", requires=("torch", "triton")),
     ],
     cases=[*HEADLINE, *(matrix(SWEEP_ELEMENTS // 2**k, 2**k) for k in range(5, 18))],
@@ -279,6 +292,9 @@ experiment = Experiment(
         # The special inputs in long rows of whole float4s, short of the 131072 columns above:
         # for rungs 10 to 12, which take racecheck tens of seconds there.
         matrix(12, 2052, "extremes", name="12x2052 extremes"), matrix(4, 2048, "neg_inf", name="4x2048 with -inf"),
+        # One long row in each of the spans of rungs 6 and 9 to 12 past 16384 columns, whole in
+        # float4s: a fraction of the work of the cases above that take the same spans.
+        matrix(1, 32772), matrix(1, 60000), matrix(1, 98308),
     ],
     paths=paths,
     # 2^31 elements (8 GiB in, 8 GiB out): short rows (rung 7, Triton) and long ones
