@@ -185,6 +185,10 @@ def refresh_cost(ctx: Context) -> str:
         absent = [n for n in ctx.published if stored[n] is None]
         note = "".join(f" Not counted ({why}): {', '.join(names)}." for why, names in
                        (("no refresh time on record", untimed), ("no results", absent)) if names)
+        split = [f"{n} (GPUs {', '.join(str(p.device_index) for p in r.split)})" for n, r in records if r.split]
+        if split:
+            note += (f" Split by cases over several GPUs of a node, each part timed on a GPU of its own, "
+                     f"with the parts' wall times added up: {', '.join(split)}.")
         out.append(f"**{cell(g)}**: the sum of the results files' wall times is {fmt.sig(total, 3)} s "
                    f"({fmt.sig(total / 60, 2)} minutes).{note}{large_pass_cost(ctx, g)}\n\n"
                    + table(["experiment", "wall s", *phases], lines))
