@@ -47,6 +47,17 @@ FIRST = ("test_browser.py", "test_build.py", "test_machine_keys.py", "test_compi
          "test_claims_perturbed.py", "test_experiments.py")
 
 
+def pytest_configure(config):
+    """Bytecode for this run's processes, as Python writes it by default. Where the environment
+    turns it off (PYTHONDONTWRITEBYTECODE), each of a run's few hundred Python processes (the
+    CLI, its workers and fork servers, the pytest workers that load every declaration again)
+    compiled the engine and the experiments from source once more: about a tenth of the suite's
+    CPU. Turned on here, before pytest-xdist starts its workers, which inherit it. What it
+    writes, __pycache__/ beside the sources, git ignores and the keys leave out (test_keys.py)."""
+    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+        sys.dont_write_bytecode = False
+
+
 def pytest_collection_modifyitems(config, items):
     reason = _gpu_reason()
     if reason:
