@@ -4,13 +4,17 @@ there is no GPU."""
 
 from __future__ import annotations
 
+import atexit
 import fcntl
+import functools
 import importlib.util
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +23,7 @@ from labnotebook.run.device import gpu_name_from_smi
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTS = ROOT / "tests" / "fixtures" / "faults"
+FAKEGPU = ROOT / "tests" / "fakegpu"
 
 
 def _gpu_reason() -> str | None:
@@ -40,6 +45,17 @@ TOGETHER = ("test_browser.py", "test_build.py", "test_machine_keys.py", "test_si
 # one at the end; the browser first of all, as it builds the real site the others read.
 FIRST = ("test_browser.py", "test_build.py", "test_machine_keys.py", "test_compile.py", "test_site_builds.py",
          "test_claims_perturbed.py", "test_experiments.py")
+
+
+def pytest_configure(config):
+    """Bytecode for this run's processes, as Python writes it by default. Where the environment
+    turns it off (PYTHONDONTWRITEBYTECODE), each of a run's few hundred Python processes (the
+    CLI, its workers and fork servers, the pytest workers that load every declaration again)
+    compiled the engine and the experiments from source once more: about a tenth of the suite's
+    CPU. Turned on here, before pytest-xdist starts its workers, which inherit it. What it
+    writes, __pycache__/ beside the sources, git ignores and the keys leave out (test_keys.py)."""
+    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+        sys.dont_write_bytecode = False
 
 
 def pytest_collection_modifyitems(config, items):
@@ -116,13 +132,28 @@ def cubin_cache(tmp_path_factory) -> Path:
     return shared / "cubins"
 
 
+@functools.cache
+def fake_bin() -> Path:
+    """The pretend GPU's commands (tests/fakegpu/bin), as this process puts them first on PATH:
+    each a line of shell that runs its script with this Python, isolated and without site-packages
+    (``-I -S``; they need the standard library alone). Started as they are, through ``python3`` on
+    PATH (a pyenv shim here) and site-packages' .pth files, each of the few hundred that a run of
+    the suite starts cost 0.1 to 0.15 s of CPU; this way, about 15 ms."""
+    folder = Path(tempfile.mkdtemp(prefix="notebook-fakegpu-bin-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    for script in sorted((FAKEGPU / "bin").iterdir()):
+        command = folder / script.name
+        command.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -I -S {shlex.quote(str(script))} "$@"\n')
+        command.chmod(0o755)
+    return folder
+
+
 @pytest.fixture
 def fake_gpu(monkeypatch):
     """The pretend GPU (tests/fakegpu) in this process: its ``pycuda.driver``, imported afresh
     (a device of its own) and forgotten afterwards, and its commands first on PATH."""
-    fake = ROOT / "tests" / "fakegpu"
-    monkeypatch.syspath_prepend(str(fake))
-    monkeypatch.setenv("PATH", f"{fake / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.syspath_prepend(str(FAKEGPU))
+    monkeypatch.setenv("PATH", f"{fake_bin()}{os.pathsep}{os.environ['PATH']}")
     modules = ("pycuda", "pycuda.driver", "pycuda.gpuarray", "kernels", "nvtx")
     for name in modules:
         monkeypatch.delitem(sys.modules, name, raising=False)

@@ -13,16 +13,15 @@ import pytest
 from labnotebook.results.format import Provenance, Record
 from labnotebook.results.store import Store
 
-from conftest import FAULTS, ROOT, copy_project, run_cli
+from conftest import FAKEGPU, FAULTS, ROOT, copy_project, fake_bin, run_cli
 
-FAKE = ROOT / "tests" / "fakegpu"
 GPU = "NVIDIA Fake GPU"
 FAULTY = ["wrong_answer", "launch_raises", "host_raises", "no_compile", "sneaky_read", "out_of_bounds"]
 
 
 def fake_env():
-    return {"PATH": f"{FAKE / 'bin'}{os.pathsep}{os.environ['PATH']}",
-            "PYTHONPATH": os.pathsep.join([str(FAKE), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return {"PATH": f"{fake_bin()}{os.pathsep}{os.environ['PATH']}",
+            "PYTHONPATH": os.pathsep.join([str(FAKEGPU), str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
 
 @pytest.fixture(scope="module")
@@ -122,11 +121,11 @@ def without(tool: str, tmp: Path) -> dict:
     """fake_env with every stand-in command but ``tool``."""
     bin_ = tmp / "bin"
     bin_.mkdir()
-    for cmd in (FAKE / "bin").iterdir():
+    for cmd in fake_bin().iterdir():
         if cmd.name != tool:
             (bin_ / cmd.name).symlink_to(cmd)
     env = fake_env()
-    env["PATH"] = env["PATH"].replace(str(FAKE / "bin"), str(bin_))
+    env["PATH"] = env["PATH"].replace(str(fake_bin()), str(bin_))
     return env
 
 

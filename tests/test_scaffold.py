@@ -41,8 +41,10 @@ def test_new_scale_in_the_checkout_then_these_tests_still_pass(tmp_path):
     (checkout / "docs").mkdir()
     (checkout / "snippets").mkdir()
     assert run_cli("new", "scale", root=checkout).returncode == 0
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_scaffold.py",
-                           "-k", "not then_these_tests"], cwd=checkout, capture_output=True, text=True, timeout=300)
+    # In one process (-n 0): pyproject's -n auto would start a worker per core for a handful of tests.
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
+                           "tests/test_scaffold.py", "-k", "not then_these_tests"],
+                          cwd=checkout, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
