@@ -132,6 +132,23 @@ def cubin_cache(tmp_path_factory) -> Path:
     return shared / "cubins"
 
 
+@pytest.fixture(scope="session")
+def compile_once(cubin_cache):
+    """``compile_once(source, out_dir, arch, options, line_info=True)``: ``compile_cubin`` of a
+    file under ROOT into the run's cubin cache, one process at a time per file. Two workers that
+    want the same cubin at once (test_compile's and the line tables of test_machine_keys) compiled
+    it twice; now the second waits for the first, then finds it in the cache."""
+    from labnotebook.run.compile import compile_cubin
+
+    def compile_once(source: Path, out_dir: Path, arch: str = "sm_90", options: tuple[str, ...] = (),
+                     line_info: bool = True):
+        lock_name = source.relative_to(ROOT).as_posix().replace("/", "+")
+        with open(cubin_cache / f".{lock_name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return compile_cubin(source, out_dir, arch, options, ROOT, cubin_cache, line_info=line_info)
+    return compile_once
+
+
 @functools.cache
 def fake_bin() -> Path:
     """The pretend GPU's commands (tests/fakegpu/bin), as this process puts them first on PATH:

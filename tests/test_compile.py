@@ -26,7 +26,7 @@ def declared_options() -> dict[Path, tuple[str, ...]]:
 
 
 @pytest.fixture(scope="module")
-def compile_kernel(tmp_path_factory, cubin_cache):
+def compile_kernel(tmp_path_factory, compile_once):
     """``compile_kernel(source)``: the kernel compiled (or the CompileError) when its test asks
     for it, into the run's cubin cache; pytest-xdist spreads the tests, and with them nvcc's
     processes (one per kernel), over the cores."""
@@ -39,8 +39,7 @@ def compile_kernel(tmp_path_factory, cubin_cache):
 
     def compile_kernel(source: Path):
         try:
-            return compile_cubin(source, out / source.parent.name, "sm_90", options.get(source, ()), root=ROOT,
-                                 cache=cubin_cache)
+            return compile_once(source, out / source.parent.name, "sm_90", options.get(source, ()))
         except CompileError as e:
             return e
     return compile_kernel

@@ -278,17 +278,15 @@ def test_machine_keys_are_the_same_from_two_checkout_paths_and_match_the_record(
 @pytest.mark.parametrize("source,arch", [("snippets/matmul/9_any_shape.cu", "sm_90"),
                                          ("snippets/softmax/12_pipelined.cu", "sm_90"),
                                          ("snippets/matmul_fp16/5_warp_specialized.cu", "sm_90a")])
-def test_line_tables_change_no_code(tmp_path, cubin_cache, source, arch):
+def test_line_tables_change_no_code(tmp_path, compile_once, source, arch):
     """The key compiles without -lineinfo, the run with it: the code is the same."""
     from io import BytesIO
 
     from elftools.elf.elffile import ELFFile
 
-    from labnotebook.run.compile import compile_cubin
-
     def code(line_info: bool) -> dict[str, bytes]:
         out = tmp_path / str(line_info)
-        cubin = compile_cubin(ROOT / source, out, arch, (), ROOT, cubin_cache, line_info=line_info).cubin
+        cubin = compile_once(ROOT / source, out, arch, line_info=line_info).cubin
         elf = ELFFile(BytesIO(cubin.read_bytes()))
         return {s.name: s.data() for s in elf.iter_sections() if s.name.startswith((".text", ".nv.constant", ".nv.shared"))}
 
