@@ -1,7 +1,8 @@
-"""The compute-sanitizer pass over a verified run: one untimed job per tool, each a worker in
-``--verify-only`` mode under the tool at the experiment's ``sanitizer_cases`` (``sanitizer.py``
-has the command and reads its output), and, once the last is back, the tools' verdicts in the
-record and the pass's seconds in its phases."""
+"""The compute-sanitizer pass over a verified run: one untimed job per tool (racecheck, one per
+kernel), each a worker in ``--verify-only --paths-cover`` mode under the tool, which runs each
+kernel at its own ``Experiment.sanitizer_cases`` (``sanitizer.py`` has the command and reads its
+output); once the last is back, the tools' verdicts in the record, and the pass's seconds in its
+phases and each job's in ``sanitizer_s``."""
 
 from __future__ import annotations
 
