@@ -24,6 +24,8 @@ from labnotebook.run.device import gpu_name_from_smi
 ROOT = Path(__file__).resolve().parent.parent
 FAULTS = ROOT / "tests" / "fixtures" / "faults"
 FAKEGPU = ROOT / "tests" / "fakegpu"
+# PYTHONDONTWRITEBYTECODE as the run was started with (the processes tests start go without it).
+NO_BYTECODE = os.environ.get("PYTHONDONTWRITEBYTECODE")
 
 
 def _gpu_reason() -> str | None:
@@ -45,17 +47,6 @@ TOGETHER = ("test_browser.py", "test_build.py", "test_machine_keys.py", "test_si
 # one at the end; the browser first of all, as it builds the real site the others read.
 FIRST = ("test_browser.py", "test_build.py", "test_machine_keys.py", "test_compile.py", "test_site_builds.py",
          "test_claims_perturbed.py", "test_experiments.py")
-
-
-def pytest_configure(config):
-    """Bytecode for this run's processes, as Python writes it by default. Where the environment
-    turns it off (PYTHONDONTWRITEBYTECODE), each of a run's few hundred Python processes (the
-    CLI, its workers and fork servers, the pytest workers that load every declaration again)
-    compiled the engine and the experiments from source once more: about a tenth of the suite's
-    CPU. Turned on here, before pytest-xdist starts its workers, which inherit it. What it
-    writes, __pycache__/ beside the sources, git ignores and the keys leave out (test_keys.py)."""
-    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
-        sys.dont_write_bytecode = False
 
 
 def pytest_collection_modifyitems(config, items):
@@ -117,6 +108,22 @@ def built_site(tmp_path_factory):
             outcome.write_text(json.dumps({"ok": built.ok, "warnings": built.warnings, "error": built.error}))
         seen = json.loads(outcome.read_text())
     return Built(seen["ok"], seen["warnings"], seen["error"], shared / "real" / "site")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def subprocess_bytecode():
+    """The processes tests start (the CLI, its workers and fork servers, a Jupyter kernel) write
+    and read bytecode, as Python does by default, where the environment turned that off
+    (PYTHONDONTWRITEBYTECODE): each of them compiled the engine and the declarations from source
+    again, some 10 s of a run's CPU. They write it beside what they import, in the checkout or a
+    test's copy of it (git ignores __pycache__/, and the keys leave it out: test_keys.py); the
+    pytest processes themselves still write none."""
+    if NO_BYTECODE is None:
+        yield
+        return
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    yield
+    os.environ["PYTHONDONTWRITEBYTECODE"] = NO_BYTECODE
 
 
 @pytest.fixture(scope="session")
