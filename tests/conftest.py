@@ -158,11 +158,12 @@ def compile_once(cubin_cache):
 
 @functools.cache
 def fake_bin() -> Path:
-    """The pretend GPU's commands (tests/fakegpu/bin), as this process puts them first on PATH:
-    each a line of shell that runs its script with this Python, isolated and without site-packages
-    (``-I -S``; they need the standard library alone). Started as they are, through ``python3`` on
-    PATH (a pyenv shim here) and site-packages' .pth files, each of the few hundred that a run of
-    the suite starts cost 0.1 to 0.15 s of CPU; this way, about 15 ms."""
+    """The pretend GPU's commands (tests/fakegpu/bin), as tests put them first on PATH: each a
+    line of shell that runs its script with this Python, isolated and without site-packages
+    (``-I -S``: they need the standard library alone). Started by their ``#!/usr/bin/env python3``,
+    through whatever ``python3`` is first on PATH (a pyenv shim, itself a shell script, say) and
+    every .pth file of its site-packages, each of the few hundred that a run starts cost 0.1 to
+    0.15 s of CPU; this way, about 15 ms."""
     folder = Path(tempfile.mkdtemp(prefix="notebook-fakegpu-bin-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     for script in sorted((FAKEGPU / "bin").iterdir()):
