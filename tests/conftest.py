@@ -24,6 +24,8 @@ from labnotebook.run.device import gpu_name_from_smi
 ROOT = Path(__file__).resolve().parent.parent
 FAULTS = ROOT / "tests" / "fixtures" / "faults"
 FAKEGPU = ROOT / "tests" / "fakegpu"
+# PYTHONDONTWRITEBYTECODE as the run was started with (the processes tests start go without it).
+NO_BYTECODE = os.environ.get("PYTHONDONTWRITEBYTECODE")
 
 
 def _gpu_reason() -> str | None:
@@ -45,17 +47,6 @@ TOGETHER = ("test_browser.py", "test_build.py", "test_machine_keys.py", "test_si
 # one at the end; the browser first of all, as it builds the real site the others read.
 FIRST = ("test_browser.py", "test_build.py", "test_machine_keys.py", "test_compile.py", "test_site_builds.py",
          "test_claims_perturbed.py", "test_experiments.py")
-
-
-def pytest_configure(config):
-    """Bytecode for this run's processes, as Python writes it by default. Where the environment
-    turns it off (PYTHONDONTWRITEBYTECODE), each of a run's few hundred Python processes (the
-    CLI, its workers and fork servers, the pytest workers that load every declaration again)
-    compiled the engine and the experiments from source once more: about a tenth of the suite's
-    CPU. Turned on here, before pytest-xdist starts its workers, which inherit it. What it
-    writes, __pycache__/ beside the sources, git ignores and the keys leave out (test_keys.py)."""
-    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
-        sys.dont_write_bytecode = False
 
 
 def pytest_collection_modifyitems(config, items):
@@ -119,6 +110,22 @@ def built_site(tmp_path_factory):
     return Built(seen["ok"], seen["warnings"], seen["error"], shared / "real" / "site")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def subprocess_bytecode():
+    """The processes tests start (the CLI, its workers and fork servers, a Jupyter kernel) write
+    and read bytecode, as Python does by default, where the environment turned that off
+    (PYTHONDONTWRITEBYTECODE): each of them compiled the engine and the declarations from source
+    again, some 10 s of a run's CPU. They write it beside what they import, in the checkout or a
+    test's copy of it (git ignores __pycache__/, and the keys leave it out: test_keys.py); the
+    pytest processes themselves still write none."""
+    if NO_BYTECODE is None:
+        yield
+        return
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    yield
+    os.environ["PYTHONDONTWRITEBYTECODE"] = NO_BYTECODE
+
+
 @pytest.fixture(scope="session")
 def cubin_cache(tmp_path_factory) -> Path:
     """One cubin cache for the run, every worker's: its entries are keyed by all that decides a
@@ -151,11 +158,12 @@ def compile_once(cubin_cache):
 
 @functools.cache
 def fake_bin() -> Path:
-    """The pretend GPU's commands (tests/fakegpu/bin), as this process puts them first on PATH:
-    each a line of shell that runs its script with this Python, isolated and without site-packages
-    (``-I -S``; they need the standard library alone). Started as they are, through ``python3`` on
-    PATH (a pyenv shim here) and site-packages' .pth files, each of the few hundred that a run of
-    the suite starts cost 0.1 to 0.15 s of CPU; this way, about 15 ms."""
+    """The pretend GPU's commands (tests/fakegpu/bin), as tests put them first on PATH: each a
+    line of shell that runs its script with this Python, isolated and without site-packages
+    (``-I -S``: they need the standard library alone). Started by their ``#!/usr/bin/env python3``,
+    through whatever ``python3`` is first on PATH (a pyenv shim, itself a shell script, say) and
+    every .pth file of its site-packages, each of the few hundred that a run starts cost 0.1 to
+    0.15 s of CPU; this way, about 15 ms."""
     folder = Path(tempfile.mkdtemp(prefix="notebook-fakegpu-bin-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     for script in sorted((FAKEGPU / "bin").iterdir()):

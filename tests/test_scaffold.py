@@ -1,6 +1,7 @@
 """build_results.py new NAME: an entry in its simplest shape, in one command, that loads and
 passes the declaration checks before any GPU has run it."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from labnotebook.declare.discover import load
 from labnotebook.run.protocol.verify import compare
 from labnotebook.declare.scaffold import add_to_nav, scaffold
 
-from conftest import ROOT, run_cli
+from conftest import NO_BYTECODE, ROOT, run_cli
 
 
 def without_entry(config: str, page: str) -> str:
@@ -41,10 +42,12 @@ def test_new_scale_in_the_checkout_then_these_tests_still_pass(tmp_path):
     (checkout / "docs").mkdir()
     (checkout / "snippets").mkdir()
     assert run_cli("new", "scale", root=checkout).returncode == 0
-    # In one process (-n 0): pyproject's -n auto would start a worker per core for a handful of tests.
+    # In one process (-n 0): pyproject's -n auto would start a worker per core for a handful of
+    # tests. Bytecode as the run was started with: this pytest would write its own into site-packages.
+    env = {**os.environ, **({"PYTHONDONTWRITEBYTECODE": NO_BYTECODE} if NO_BYTECODE else {})}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
                            "tests/test_scaffold.py", "-k", "not then_these_tests"],
-                          cwd=checkout, capture_output=True, text=True, timeout=300)
+                          cwd=checkout, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
