@@ -15,6 +15,7 @@ from rich.console import Console
 from labnotebook.build import split
 from labnotebook.build.ceilings import Ceilings
 from labnotebook.build.plan import LARGE, Due, Options
+from labnotebook.build.precompile import Precompile
 from labnotebook.build.profiling import Profiling
 from labnotebook.build.records import Recorder
 from labnotebook.build.runs import Runs
@@ -196,8 +197,9 @@ def option(args: list[str], name: str) -> list[str] | None:
     return values
 
 
-def build(tmp_path, workers, todo, gpus=(0, 1), **options):
-    """Runs.jobs over a scheduler of ``gpus``, each GPU's ceiling its index times 1000 GB/s."""
+def build(tmp_path, workers, todo, gpus=(0, 1), compiles: Precompile | None = None, **options):
+    """Runs.jobs over a scheduler of ``gpus``, each GPU's ceiling its index times 1000 GB/s, after
+    the build's ``compiles`` (none to wait for, unless told)."""
     console = Console(file=io.StringIO(), width=300)
     options = Options(gpus=list(gpus), sanitize=False, profile=False, **options)
     store, keys = Store(tmp_path / "results"), CurrentKeys(tmp_path)
@@ -206,7 +208,8 @@ def build(tmp_path, workers, todo, gpus=(0, 1), **options):
     for g in gpus:
         ceilings.records[g] = record([], device=g, gbs=1000.0 * (g + 1))
     profiling = Profiling(workers, recorder, keys, console, list(gpus), None)
-    runs = Runs(workers, recorder, ceilings, Sanitizing(workers, False), profiling, options, console)
+    compiles = compiles or Precompile(tmp_path, keys, tmp_path / "cubins", todo, None)
+    runs = Runs(workers, recorder, ceilings, Sanitizing(workers, False), profiling, compiles, options, console)
     events = []
     Scheduler(list(gpus), on_event=events.append).run(runs.jobs(todo))
     return store, recorder, console.file.getvalue(), events

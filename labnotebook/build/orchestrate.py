@@ -1,6 +1,8 @@
 """Run experiments on this machine's GPUs and freeze what they produce.
 
-For each GPU, first its copy ceiling (``ceilings.py``); for each experiment, one timed run (a
+At the start, every kernel the runs load and every key their records carry, compiled on every
+core (``precompile.py``). For each GPU, first its copy ceiling (``ceilings.py``); for each
+experiment, one timed run (a
 worker process with the experiment's time limit, on a GPU of its own; on a node of several GPUs
 a long one is split by cases into parts that run side by side, each a timed run on a GPU of its
 own, and merged into one record: ``split.py``), then, if it verified, one untimed job per
@@ -24,9 +26,11 @@ from rich.markup import escape
 from ..results.freshness import CurrentKeys, Stored
 from ..results.machine import CACHE as CUBIN_CACHE
 from ..results.store import CEILINGS, Store
+from ..run.device import compute_capability_from_smi
 from . import ncu
 from .ceilings import Ceilings
 from .plan import Due, Options, Standing, Unloadable, plan
+from .precompile import Precompile
 from .processes import Processes
 from .profiling import Profiling
 from .records import Recorder
@@ -85,15 +89,22 @@ class Build:
             cubin_cache = self.root / CUBIN_CACHE
             cubin_cache.mkdir(parents=True, exist_ok=True)
             workers = Workers(self.root, self.processes, cubin_cache, options.gpus, self.console)
+            ceilings = timing and bool(todo or ceilings_due)
+            if todo:
+                workers.start_servers()
+            # Every kernel the runs load and every key they are stamped with, compiled while the
+            # servers import and the ceilings are measured; the timed runs wait for it.
+            precompile = Precompile(self.root, self.keys, cubin_cache, todo, compute_capability_from_smi(options.gpus[0]),
+                                    ceilings=ceilings)
             try:
-                self.schedule(workers, recorder, todo, reprofile, ceilings=timing and bool(todo or ceilings_due),
+                self.schedule(workers, recorder, todo, reprofile, precompile, ceilings=ceilings,
                               sanitize=sanitize, ncu_version=ncu_version)
             finally:
                 workers.close()
         return recorder.outcomes, time.perf_counter() - t0
 
     def schedule(self, workers: Workers, recorder: Recorder, todo: list[Due], reprofile: list[Standing],
-                 ceilings: bool, sanitize: bool, ncu_version: str | None) -> None:
+                 precompile: Precompile, ceilings: bool, sanitize: bool, ncu_version: str | None) -> None:
         """The ceilings (where ``ceilings``) and the runs with their follow-ups over the GPUs,
         then the profile pass."""
         options = self.options
@@ -101,9 +112,12 @@ class Build:
         for standing in reprofile:
             profiling.later(standing.name, standing.record)
         measured = Ceilings(workers, recorder, self.console, options.gpus)
-        runs = Runs(workers, recorder, measured, Sanitizing(workers, sanitize), profiling, options, self.console)
+        runs = Runs(workers, recorder, measured, Sanitizing(workers, sanitize), profiling, precompile, options,
+                    self.console)
         jobs: list[Job] = [measured.job(g) for g in options.gpus] if ceilings else []
         events = lambda e: self.console.print(f"[dim]{escape(e)}[/]")
         Scheduler(options.gpus, options.shared_slots, on_event=events).run(jobs + runs.jobs(todo))
+        if precompile.seconds:
+            self.console.print(f"[dim]every kernel and key compiled in {precompile.seconds:.1f} s, at the start[/]")
         if profiling.waiting:
             Scheduler(options.gpus, options.shared_slots, on_event=events).run(profiling.jobs())

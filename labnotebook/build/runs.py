@@ -1,5 +1,5 @@
-"""An experiment's timed run and what follows it: a worker with the experiment's time limit on a
-GPU of its own (on a node of several GPUs, a long run is split by cases into parts, each a
+"""An experiment's timed run and what follows it: once the build's compiles are done
+(``precompile.py``), a worker with the experiment's time limit on a GPU of its own (on a node of several GPUs, a long run is split by cases into parts, each a
 worker on a GPU of its own, and their records merged: ``split.py``); if it verified, its
 sanitizer pass; then its record, judged by the policy, is written (or a failure record beside
 the last good one), and it waits for its profile."""
@@ -13,6 +13,7 @@ from ..results.format import Record
 from . import split
 from .ceilings import Ceilings
 from .plan import Due, Options
+from .precompile import Precompile
 from .profiling import Profiling
 from .records import Recorder
 from .sanitizing import Sanitizing
@@ -32,9 +33,10 @@ class Runs:
     """The timed runs of one build, each followed by its passes."""
 
     def __init__(self, workers: Workers, recorder: Recorder, ceilings: Ceilings, sanitizing: Sanitizing,
-                 profiling: Profiling, options: Options, console: Console):
+                 profiling: Profiling, precompile: Precompile, options: Options, console: Console):
         self.workers, self.recorder, self.ceilings = workers, recorder, ceilings
-        self.sanitizing, self.profiling, self.options, self.console = sanitizing, profiling, options, console
+        self.sanitizing, self.profiling, self.precompile = sanitizing, profiling, precompile
+        self.options, self.console = options, console
 
     def jobs(self, todo: list[Due]) -> list[Job]:
         """The timed runs of ``todo``, each one job or, where ``split.count`` says so, one per part."""
@@ -69,8 +71,14 @@ class Runs:
             args = extra + (["--case", *cases] if cases else [])
 
             def run(g: int):
-                return self.workers.run(name, g, args + self.ceilings.worker_args(g), time_limit=due.exp.time_limit_s,
-                                        label=f"{name} {i + 1}/{len(parts)}" if parts else None)
+                waited = round(self.precompile.wait(), 2)  # the build's compiles, which nothing timed runs beside
+                record, error = self.workers.run(name, g, args + self.ceilings.worker_args(g),
+                                                 time_limit=due.exp.time_limit_s,
+                                                 label=f"{name} {i + 1}/{len(parts)}" if parts else None)
+                if record is not None and waited:  # the run's own time, counted where it went
+                    record.phases_s["compile"] = round(record.phases_s.get("compile", 0.0) + waited, 2)
+                    record.wall_s = round(record.wall_s + waited, 2)
+                return record, error
 
             def then(result):
                 results[i] = worker_result(result)

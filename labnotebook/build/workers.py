@@ -91,22 +91,27 @@ class Workers:
             server = self.servers[gpu]
         return server if server.proc.poll() is None else None
 
+    def start_servers(self) -> None:
+        """Start every GPU's fork server now, so that they import while the build does other work."""
+        for g in self.gpus:
+            self.server(g)
+
     def close(self) -> None:
         for server in self.servers.values():
             server.close()
 
     def run(self, name: str, gpu: int, args: list[str], time_limit: float,
-            label: str | None = None) -> tuple[Record | None, str | None]:
-        """Run one worker on ``gpu``, forked from its server, relaying its output (each line after
-        ``label``, the experiment's name unless told, where several GPUs print at once);
-        ``(record, None)`` or ``(None, error)``."""
+            label: str | None = None, forked: bool = True) -> tuple[Record | None, str | None]:
+        """Run one worker on ``gpu``, forked from its server (afresh where not ``forked``),
+        relaying its output (each line after ``label``, the experiment's name unless told, where
+        several GPUs print at once); ``(record, None)`` or ``(None, error)``."""
         prefix = f"{label or name} │ " if self.many else ""
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="notebook-run-") as tmp:
             out = Path(tmp) / "record.json"
             args = [*args, "--out", str(out)]
             relay = lambda line: self.console.print(prefix + line, markup=False, highlight=False)
-            server = self.server(gpu)
+            server = self.server(gpu) if forked else None
             status, lines = self.processes.run_forked(server, self.args(name, args), time_limit, relay) if server \
                 else self.processes.run(self.command(name, args), self.root, self.env(gpu), time_limit, relay)
             if status is None:

@@ -38,6 +38,18 @@ def gpus_from_smi() -> list[tuple[int, str]]:
     return gpus
 
 
+def compute_capability_from_smi(index: int) -> tuple[int, int] | None:
+    """GPU ``index``'s compute capability, as nvidia-smi says it (``compute_cap``, "9.0"), without
+    a CUDA context; None where it cannot say."""
+    try:
+        out = subprocess.run(["nvidia-smi", "-i", str(index), "--query-gpu=compute_cap", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    major, dot, minor = out.stdout.strip().partition(".")
+    return (int(major), int(minor)) if out.returncode == 0 and dot and major.isdigit() and minor.isdigit() else None
+
+
 def gpu_name_from_smi() -> str | None:
     """The first GPU's name, or None."""
     gpus = gpus_from_smi()
