@@ -52,7 +52,9 @@ class Options:
     kernels: list[str] | None = None  # run only these kernels and baselines
     cases: list[str] | None = None  # run only these cases
     dry_run: bool = False  # print the table, write nothing
-    shared_slots: int = 6  # sanitizer jobs that may share one GPU (racecheck alone has one per kernel)
+    # Sanitizer jobs that may share one GPU (racecheck alone has one per kernel). Most of a small
+    # one is its process starting on the host: ten at once fill an H100 with racecheck's work.
+    shared_slots: int = 10
     part: Part = MAIN
 
 
