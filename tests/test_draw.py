@@ -24,6 +24,15 @@ def test_an_elementwise_function_over_slices_is_the_function_over_the_whole(monk
     assert np.array_equal(out, x.astype(np.float16), equal_nan=True)
 
 
+def test_normal_values_narrowed_as_drawn_are_the_normal_values_narrowed(monkeypatch):
+    monkeypatch.setattr(draw, "SLICE", 1000)
+    for shape in ((3, 2501), (7,)):  # several slices, and one smaller than a slice
+        whole = draw.normal(np.random.default_rng(9), shape).astype(np.float16)
+        monkeypatch.setattr(draw, "threads", lambda: 3)
+        narrowed = draw.normal_as(np.random.default_rng(9), shape, lambda s: s.astype(np.float16), np.float16)
+        assert narrowed.dtype == np.float16 and narrowed.shape == whole.shape and np.array_equal(narrowed, whole)
+
+
 def test_uniform_values_lie_in_their_range_whatever_the_type(monkeypatch):
     monkeypatch.setattr(draw, "SLICE", 1000)
     for dtype in (np.float32, np.float64, np.float16):

@@ -46,6 +46,15 @@ def normal(rng: np.random.Generator, shape, dtype=np.float32) -> np.ndarray:
     return _fill(rng, shape, dtype, lambda g, x: g.standard_normal(out=x, dtype=x.dtype))
 
 
+def normal_as(rng: np.random.Generator, shape, fn: Callable[[np.ndarray], np.ndarray], dtype) -> np.ndarray:
+    """``fn(normal(rng, shape))`` for an elementwise ``fn`` whose result is of ``dtype`` (float32
+    rounded to fp16, say): the same values, a slice at a time, and never a float32 array of the
+    whole shape (attention's three inputs at 2^31 elements each made 24 GiB of them)."""
+    def draw(g: np.random.Generator, x: np.ndarray) -> None:
+        x[...] = fn(g.standard_normal(x.size, dtype=np.float32))
+    return _fill(rng, shape, dtype, draw)
+
+
 def in_slices(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray, dtype) -> np.ndarray:
     """``fn(x)`` for an elementwise ``fn`` whose result is of ``dtype``, a slice of ``x`` at a
     time on every core (NumPy releases the GIL in its loops): narrowing 2^31 floats to fp16 on

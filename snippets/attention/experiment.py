@@ -43,17 +43,19 @@ def naive_fits(case):
 
 # -- inputs and the reference -------------------------------------------------------------------
 
-def narrow(x, dtype):
-    """float32 values rounded to nearest (even) in the input type: fp16 as NumPy's float16; bf16,
-    which NumPy lacks, as its bit patterns in int16 (the kernels and PyTorch read the same bytes
-    as bfloat16). inf stays inf and NaN stays NaN in both. On every core, a slice at a time."""
-    if dtype == "fp16":
-        return draw.in_slices(lambda s: s.astype(np.float16), x, np.float16)
+def fp16(s):
+    return s.astype(np.float16)
 
-    def bf16(s):
-        u = s.view(np.uint32)
-        return ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16).view(np.int16)
-    return draw.in_slices(bf16, x, np.int16)
+
+def bf16(s):
+    u = s.view(np.uint32)
+    return ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16).view(np.int16)
+
+
+# float32 values rounded to nearest (even) in the input type: fp16 as NumPy's float16; bf16,
+# which NumPy lacks, as its bit patterns in int16 (the kernels and PyTorch read the same bytes as
+# bfloat16). inf stays inf and NaN stays NaN in both.
+NARROW = {"fp16": (fp16, np.float16), "bf16": (bf16, np.int16)}
 
 
 # Every bf16 value, by its 16 bits (as unsigned): float64 holds each exactly. (Half of the NaNs
@@ -73,9 +75,11 @@ def widen(x, xp):
 
 
 def inputs(case, rng):
-    size = (case.b, case.h, case.n, case.d)
-    q, k, v = (draw.normal(rng, size) for _ in range(3))
-    if case.params.get("kind") == "inf, NaN":
+    size, (fn, dtype) = (case.b, case.h, case.n, case.d), NARROW[case.dtype]
+    if case.params.get("kind") != "inf, NaN":  # drawn and narrowed a slice at a time, on every core
+        q, k, v = (draw.normal_as(rng, size, fn, dtype) for _ in range(3))
+    else:
+        q, k, v = (draw.normal(rng, size) for _ in range(3))
         # Non-causal, so that every query sees both. +inf in key 5 of head (0, 0), at column 3:
         # each query there scores +inf or -inf against it, by the sign of its column 3 (never
         # zero here): a row with +inf is NaN (inf - inf, as in PyTorch), one with -inf just skips
@@ -85,7 +89,8 @@ def inputs(case, rng):
         col[np.abs(col) < 1e-3] = 0.5
         k[0, 0, 5, 3] = np.inf
         v[1, 1, 7, 2] = np.nan
-    x = {"q": narrow(q, case.dtype), "k": narrow(k, case.dtype), "v": narrow(v, case.dtype),
+        q, k, v = (fn(a) for a in (q, k, v))
+    x = {"q": q, "k": k, "v": v,
          # reference() sees only the inputs, so the mask travels as one: a flag. (The kernels get
          # it as an int argument, the libraries from the case.)
          "causal": np.array([case.mask == "causal"], dtype=np.int8)}
