@@ -91,7 +91,7 @@ def run_cli_here(*args: str, root: Path = ROOT, env: dict | None = None) -> subp
     """``run_cli`` in this process: build_results.py's ``main`` with the same arguments and
     environment, its exit status and what it printed, without an interpreter start and the
     engine's imports (a third of a second of CPU each). For runs that end before a build starts
-    (--list, --summary, --check, the errors, no GPU): a build's workers, signals and clean-up
+    (--list, --summary, --check, --accept, the errors, no GPU): a build's workers, signals and clean-up
     are tested through ``run_cli``."""
     from unittest import mock
 
