@@ -2,7 +2,7 @@
 in this process (no interpreter start per build), with every warning captured.
 
 ``project()`` makes a project folder from the real one: the real mkdocs.yml (hooks, macros,
-extensions), chosen docs pages, the real or fixture snippets, and the real results with their
+extensions; search only where asked for), chosen docs pages, the real or fixture snippets, and the real results with their
 source hashes rewritten to the current sources, so that rendering can be tested whatever state
 the committed results are in. Tests then damage what they need to. The real site is built from
 the committed results exactly as they are.
@@ -29,10 +29,12 @@ H100, H200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
 
 
 def project(dst: Path, pages: list[str] | None = None, snippets: Path | None = None, results: bool = True,
-            entries: list[str] | None = None, top: tuple[str, ...] = (), fresh: bool = True) -> Path:
+            entries: list[str] | None = None, top: tuple[str, ...] = (), fresh: bool = True,
+            search: bool = False) -> Path:
     """A project at ``dst``: ``pages`` of docs/ (all when None), ``snippets`` (the real ones when
-    None), the real results (when ``results``; made fresh when ``fresh``), and a nav of the
-    ``top`` pages then ``entries`` under Entries (the real nav when ``entries`` is None)."""
+    None), the real results (when ``results``; made fresh when ``fresh``), a nav of the ``top``
+    pages then ``entries`` under Entries (the real nav when ``entries`` is None), and Material's
+    search plugin only with ``search``."""
     (dst / "docs").mkdir(parents=True)
     for p in (ROOT / "docs").iterdir():
         if p.is_dir():
@@ -45,6 +47,8 @@ def project(dst: Path, pages: list[str] | None = None, snippets: Path | None = N
     (ROOT / ".cache").mkdir(exist_ok=True)
     os.symlink(ROOT / ".cache", dst / ".cache")  # the executed notebook, shared between copies
     config = (ROOT / "mkdocs.yml").read_text()
+    if not search:
+        config = without_search(config)
     if entries is not None:
         config = (config.split("\nnav:")[0] + "\nnav:\n" + "".join(f"  - {p}\n" for p in top)
                   + "  - Entries:\n" + "".join(f"      - {p}\n" for p in entries))
@@ -54,6 +58,14 @@ def project(dst: Path, pages: list[str] | None = None, snippets: Path | None = N
         if fresh:
             make_fresh(dst)
     return dst
+
+
+def without_search(config: str) -> str:
+    """mkdocs.yml without Material's search plugin: indexing every page was a quarter of each
+    build, and only the real site's search is used by a test (test_browser.py)."""
+    plugins = "\nplugins:\n  - search\n"
+    assert plugins in config, "mkdocs.yml's plugins no longer start with search: update without_search()"
+    return config.replace(plugins, "\nplugins:\n")
 
 
 def make_fresh(root: Path) -> None:
@@ -285,8 +297,8 @@ SUBPATH = "/notebook/"  # the real site is built to be served under a sub-path, 
 
 
 def build_real_site(dst: Path) -> Built:
-    """The real pages, nav and results, as committed, built with --strict for SUBPATH."""
-    return build(project(dst, fresh=False), strict=True, site_url=f"http://127.0.0.1{SUBPATH}")
+    """The real pages, nav, plugins and results, as committed, built with --strict for SUBPATH."""
+    return build(project(dst, fresh=False, search=True), strict=True, site_url=f"http://127.0.0.1{SUBPATH}")
 
 
 def collecting_context(root: Path):

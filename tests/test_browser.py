@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
 import re
 import shutil
@@ -117,17 +118,27 @@ def server(built_site):
     httpd.shutdown()
 
 
+def empty_search_index(site) -> str:
+    """The site's search index with no pages in it: its settings as built, nothing to index."""
+    config = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))["config"]
+    return json.dumps({"config": config, "docs": []})
+
+
 class Tab:
     """One browser tab, reused page after page (a new tab per page costs twice as long), that
-    records console errors and refuses every request that would leave this machine."""
+    records console errors and refuses every request that would leave this machine. Given a
+    ``search_index``, the tab is served it in place of the site's."""
 
-    def __init__(self, browser, server, width, scheme):
+    def __init__(self, browser, server, width, scheme, search_index: str | None = None):
         self.server, self.width, self.scheme = server, width, scheme
         self.context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
         self.errors, self.external = [], []
         # Only what is not this server's is held for _route: passing every request of every page
         # through Python and back cost a quarter of each page's load.
         self.context.route(re.compile("^(?!" + re.escape(self.server.split(SUBPATH)[0]) + ")"), self._route)
+        if search_index is not None:
+            self.context.route(self.server + "search/search_index.json",
+                               lambda r: r.fulfill(content_type="application/json", body=search_index))
         self.page = self.context.new_page()
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
@@ -154,8 +165,11 @@ class Tab:
 
 
 @pytest.fixture(scope="module")
-def phone(browser, server):
-    tab = Tab(browser, server, 390, "light")
+def phone(browser, server, built_site):
+    """The phone's tab never searches (the desktop's does: test_softmax_on_a_desktop). Material's
+    search worker indexes the whole site after every page's load, a quarter of the browser's CPU
+    for each page; here it starts as on the site, with the site's settings, and has nothing to index."""
+    tab = Tab(browser, server, 390, "light", search_index=empty_search_index(built_site.site))
     yield tab
     tab.context.close()
 

@@ -13,7 +13,7 @@ import pytest
 from labnotebook.results.format import Provenance, Record
 from labnotebook.results.store import Store
 
-from conftest import FAKEGPU, FAULTS, ROOT, copy_project, fake_bin, run_cli
+from conftest import FAKEGPU, FAULTS, ROOT, copy_project, fake_bin, run_cli, run_cli_here
 
 GPU = "NVIDIA Fake GPU"
 FAULTY = ["wrong_answer", "launch_raises", "host_raises", "no_compile", "sneaky_read", "out_of_bounds"]
@@ -451,28 +451,28 @@ def test_a_run_held_back_for_what_its_machine_lacked_is_accepted_without_running
     run = store.path("held", GPU, failure=True).read_text()
 
     (folder / "experiment.py").write_text(declaration.replace("    title=", '    requires=("other_module",),\n    title='))
-    proc = run_cli("--accept", "held", root=project)
+    proc = run_cli_here("--accept", "held", root=project)
     assert proc.returncode == 1 and "not accepted held on" in proc.stdout and "other files" in proc.stdout, proc.stdout
     assert store.path("held", GPU).read_text() == verified and store.path("held", GPU, failure=True).read_text() == run
 
     (folder / "experiment.py").write_text(declaration.replace("    title=", '    requires=("no_such_module",),\n    title='))
-    proc = run_cli("--accept", "held", root=project)
+    proc = run_cli_here("--accept", "held", root=project)
     assert proc.returncode == 0 and "accepted held on" in proc.stdout and "no_such_module" in proc.stdout, proc.stdout
     kept = store.read("held", GPU)
     assert kept.status == "ok" and not kept.problems and store.read_failure("held", GPU) is None
     assert all(r.status == "skipped" and r.unavailable for r in kept.rows if r.kind == "kernel")
     assert kept.provenance.date == json.loads(run)["provenance"]["date"]  # the run as it was, not a new one
-    assert "fresh" in run_cli("--list", root=project).stdout.split("held")[1].splitlines()[0]
+    assert "fresh" in run_cli_here("--list", root=project).stdout.split("held")[1].splitlines()[0]
 
 
 def test_a_run_that_failed_for_more_than_what_its_machine_lacked_is_not_accepted(built):
     """A wrong answer, or a sanitizer's finding, is never accepted."""
     project, store, _, _ = built
     before = store.path("wrong_answer", GPU).read_text()
-    proc = run_cli("--accept", "wrong_answer", root=project)
+    proc = run_cli_here("--accept", "wrong_answer", root=project)
     assert proc.returncode == 1 and "not accepted wrong_answer" in proc.stdout and "wrong answer" in proc.stdout
     assert store.path("wrong_answer", GPU).read_text() == before and store.read_failure("wrong_answer", GPU)
-    proc = run_cli("--accept", "sneaky_read", root=project)  # every row verified; memcheck found a bad read
+    proc = run_cli_here("--accept", "sneaky_read", root=project)  # every row verified; memcheck found a bad read
     assert proc.returncode == 1 and "not held back for what it could not run here" in proc.stdout, proc.stdout
     assert store.read_failure("sneaky_read", GPU) is not None
 

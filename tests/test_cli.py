@@ -1,5 +1,6 @@
 """build_results.py as a user meets it without a GPU: --list, --summary, clear errors, and a
-re-run with everything up to date that needs no GPU at all."""
+re-run with everything up to date that needs no GPU at all. Its ``main`` runs in this process
+(conftest.run_cli_here): none of these starts a build; test_results.py runs --check as CI does."""
 
 import json
 
@@ -12,7 +13,7 @@ from labnotebook.results.format import Provenance, Record, Timing
 from labnotebook.results.rows import KernelRow
 from labnotebook.results.store import Store
 
-from conftest import FAULTS, copy_project, run_cli
+from conftest import FAULTS, copy_project, run_cli_here
 
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -31,7 +32,7 @@ def project(tmp_path):
 
 def test_summary_lines_have_the_documented_fields(project):
     Store(project / "results").write(fresh_record(project, "wrong_answer"))
-    proc = run_cli("--summary", root=project)
+    proc = run_cli_here("--summary", root=project)
     assert proc.returncode == 0, proc.stderr
     line = json.loads(proc.stdout.splitlines()[0])
     assert {"experiment", "kernel", "case", "gpu", "median_ms", "value", "unit", "verified", "stale",
@@ -40,21 +41,21 @@ def test_summary_lines_have_the_documented_fields(project):
 
 
 def test_list_works_without_a_gpu_and_says_the_state():
-    proc = run_cli("--list")
+    proc = run_cli_here("--list")
     assert proc.returncode == 0, proc.stdout
     assert "vec_add" in proc.stdout and "vec_add_3d" in proc.stdout
 
 
 def test_list_fails_on_a_broken_experiment_and_names_it(project):
     (project / "snippets" / "wrong_answer" / "experiment.py").write_text("def broken(:\n")
-    proc = run_cli("--list", root=project)
+    proc = run_cli_here("--list", root=project)
     assert proc.returncode == 2
     assert "wrong_answer" in proc.stdout and "cannot load" in proc.stdout
     assert proc.stderr.startswith("error: snippets/wrong_answer/experiment.py: ") and "SyntaxError" in proc.stderr
 
 
 def test_unknown_experiment_is_one_clear_line():
-    proc = run_cli("--only", "no_such_thing")
+    proc = run_cli_here("--only", "no_such_thing")
     assert proc.returncode == 2
     line = proc.stderr.strip()
     assert line.startswith("error: no experiment named no_such_thing; have ") and "vec_add_3d" in line
@@ -64,7 +65,7 @@ def test_everything_up_to_date_needs_no_gpu(project):
     """The README's promise: a re-run with nothing changed never touches the GPU."""
     Store(project / "results").write(fresh_record(project, "wrong_answer"))
     Store(project / "results").write(fresh_record(project, "ceilings"))
-    proc = run_cli(root=project, env={"PATH": "/nonexistent"})  # no nvidia-smi, and no PyCUDA here
+    proc = run_cli_here(root=project, env={"PATH": "/nonexistent"})  # no nvidia-smi, and no PyCUDA here
     assert proc.returncode == 0, proc.stderr
     assert "up to date" in proc.stdout
 
@@ -73,14 +74,14 @@ def test_stale_results_without_a_gpu_are_one_clear_line(project):
     record = fresh_record(project, "wrong_answer")
     record.source_hash = "0" * 16
     Store(project / "results").write(record)
-    proc = run_cli(root=project, env={"PATH": "/nonexistent"})
+    proc = run_cli_here(root=project, env={"PATH": "/nonexistent"})
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and ("GPU" in lines[0] or "PyCUDA" in lines[0])
 
 
 def test_kernel_and_case_filters_need_one_experiment():
-    proc = run_cli("--kernel", "1_add")
+    proc = run_cli_here("--kernel", "1_add")
     assert proc.returncode == 2 and "--only NAME" in proc.stderr
 
 
@@ -134,7 +135,7 @@ def checked(project):
 
 
 def test_check_passes_with_everything_fresh_and_needs_no_gpu(checked):
-    proc = run_cli("--check", root=checked, env={"PATH": "/nonexistent"})
+    proc = run_cli_here("--check", root=checked, env={"PATH": "/nonexistent"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 error(s)" in proc.stdout
 
@@ -142,7 +143,7 @@ def test_check_passes_with_everything_fresh_and_needs_no_gpu(checked):
 def test_check_names_the_changed_file_and_the_command_on_the_reference_gpu(checked):
     kernel = checked / "snippets" / "wrong_answer" / "1_skips_last.cu"
     kernel.write_text(kernel.read_text() + "\n// an edit\n")
-    proc = run_cli("--check", root=checked)
+    proc = run_cli_here("--check", root=checked)
     assert proc.returncode == 1
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("✗"))
     assert "wrong_answer on NVIDIA H100 80GB HBM3: stale" in line
@@ -154,12 +155,12 @@ def test_check_names_the_changed_file_and_the_command_on_the_reference_gpu(check
 def test_check_only_warns_for_another_gpu_and_for_a_draft(checked):
     store = Store(checked / "results")
     store.path("wrong_answer", "NVIDIA H200").unlink()
-    assert run_cli("--check", root=checked).returncode == 0  # missing on the H200: a warning
+    assert run_cli_here("--check", root=checked).returncode == 0  # missing on the H200: a warning
     store.path("wrong_answer", H100).unlink()
-    assert run_cli("--check", root=checked).returncode == 1  # missing on the reference GPU: an error
+    assert run_cli_here("--check", root=checked).returncode == 1  # missing on the reference GPU: an error
     (checked / "docs").mkdir()
     (checked / "docs" / "wrong_answer.md").write_text("---\ntitle: W\ndraft: true\n---\n")
-    proc = run_cli("--check", root=checked)
+    proc = run_cli_here("--check", root=checked)
     assert proc.returncode == 0 and "· wrong_answer on NVIDIA H100 80GB HBM3: draft, not yet run" in proc.stdout
     assert "draft result(s) not yet made" in proc.stdout and "missing" not in proc.stdout
 
@@ -168,7 +169,7 @@ def test_check_fails_on_a_failed_run_on_any_gpu(checked):
     record = fresh_record(checked, "wrong_answer", "NVIDIA H200")
     record.status, record.error, record.failed_at = "failed", "wrong answer: c", "2026-11-23T00:00:00+00:00"
     Store(checked / "results").write_failure(record)
-    proc = run_cli("--check", root=checked)
+    proc = run_cli_here("--check", root=checked)
     assert proc.returncode == 1 and "✗ wrong_answer on NVIDIA H200: failed" in proc.stdout
 
 
@@ -179,7 +180,7 @@ def test_check_asks_for_the_large_pass_where_an_experiment_has_one(checked):
     store = Store(checked / "results")
     for gpu in (H100, "NVIDIA H200"):  # keyed on the declaration just edited
         store.write(fresh_record(checked, "wrong_answer", gpu))
-    proc = run_cli("--check", root=checked)
+    proc = run_cli_here("--check", root=checked)
     assert proc.returncode == 1
     assert ("✗ wrong_answer on NVIDIA H100 80GB HBM3: large pass missing: no results on record; fix: on an "
             "NVIDIA H100 80GB HBM3: `python build_results.py --large --only wrong_answer`") in proc.stdout
@@ -189,14 +190,14 @@ def test_check_asks_for_the_large_pass_where_an_experiment_has_one(checked):
         large.part, large.rows = "large", [KernelRow(name="1_skips_last", case="2^31",
                                                      params={"n": 1 << 31}, status="ok", timed=False)]
         store.write(large)
-    proc = run_cli("--check", root=checked)
+    proc = run_cli_here("--check", root=checked)
     assert proc.returncode == 0 and "large" not in proc.stdout, proc.stdout
     # A main record made before the large pass existed, with rows at its cases, stands for it.
     store.path("wrong_answer", H100, part="large").unlink()
     main = fresh_record(checked, "wrong_answer")
     main.rows.append(large.rows[0])
     store.write(main)
-    assert run_cli("--check", root=checked).returncode == 0
+    assert run_cli_here("--check", root=checked).returncode == 0
 
 
 @pytest.mark.parametrize("edit, reason", [
@@ -210,7 +211,7 @@ def test_check_names_an_experiment_whose_declaration_does_not_load(checked, edit
     declaration.write_text(declaration.read_text().replace(*edit))
     (checked / "docs").mkdir()
     (checked / "docs" / "wrong_answer.md").write_text("---\ntitle: W\ndraft: true\n---\n")  # a draft: still an error
-    proc = run_cli("--check", root=checked)
+    proc = run_cli_here("--check", root=checked)
     assert proc.returncode == 1
     broken = [ln for ln in proc.stdout.splitlines() if "wrong_answer" in ln]
     assert len(broken) == 1, proc.stdout  # once, not once per GPU
@@ -223,7 +224,7 @@ def test_a_plain_run_says_a_declaration_does_not_load_before_it_looks_for_a_gpu(
     declaration.write_text(declaration.read_text().replace('"1_skips_last.cu"', '"1_skip_last.cu"'))
     (checked / "docs").mkdir()
     (checked / "docs" / "wrong_answer.md").write_text("---\ntitle: W\ndraft: true\n---\n")  # left out, but named
-    proc = run_cli(root=checked, env={"PATH": "/nonexistent"})
+    proc = run_cli_here(root=checked, env={"PATH": "/nonexistent"})
     assert proc.returncode == 2  # named, the others still considered, and the command fails
     assert proc.stderr.splitlines()[0] == ("error: wrong_answer: its declaration does not load: kernel file "
                                            "1_skip_last.cu does not exist; fix: edit snippets/wrong_answer/ "
