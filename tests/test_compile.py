@@ -88,6 +88,25 @@ def test_a_cubin_is_compiled_again_when_a_shared_header_changes(nvcc, tmp_path, 
     assert len(list(cache.glob("*.cubin"))) == 2  # a second key: not the first cubin reused
 
 
+def test_a_cubin_is_keyed_on_the_headers_it_includes_and_no_others(tmp_path):
+    """A header that a header includes, beside the kernel or on the shared include path, is in
+    the key; one added beside the kernel that nothing includes is not (so a new header in an
+    experiment's folder leaves its other kernels' cubins in the cache)."""
+    shared, folder = tmp_path / "include", tmp_path / "exp"
+    shared.mkdir(), folder.mkdir()
+    (shared / "deep.cuh").write_text("#define DEEP 2\n")
+    (folder / "tile.cuh").write_text('#pragma once\n#include <deep.cuh>\n')
+    source = folder / "k.cu"
+    source.write_text('#include "tile.cuh"\n#include <cuda_fp16.h>\nextern "C" __global__ void k() {}\n')
+    assert compiler.headers(source, [folder, shared]) == [folder / "tile.cuh", shared / "deep.cuh"]
+    key = lambda: compiler._cache_key(source, "sm_90", (), str(source), shared)  # any file stands for nvcc
+    first = key()
+    (folder / "unused.cuh").write_text("#define UNUSED 1\n")
+    assert key() == first
+    (shared / "deep.cuh").write_text("#define DEEP 3\n")
+    assert key() != first
+
+
 def test_compile_error_names_file_and_line(nvcc, tmp_path):
     source = FAULTS / "snippets" / "no_compile" / "1_typo.cu"
     with pytest.raises(CompileError) as e:

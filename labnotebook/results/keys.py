@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Iterable, Literal, Mapping
 
 from ..errors import NotebookError
+from ..run.compile import included
 
 PACKAGE = "labnotebook"
 PROTOCOL = "run/protocol"  # under the package: every file in it is in every key
@@ -60,9 +61,6 @@ CUDA = (".cu", ".cuh", ".h")  # compiled by nvcc: judged by their machine code w
 Rule = Literal["text", "meaning"]
 RULE: Rule = "meaning"  # what a key is made by now
 TEXT: Rule = "text"  # records of format 6 and older: every file by its bytes, and by its path
-
-_INCLUDE = re.compile(rb'^\s*#\s*include\s*([<"])([^">]+)[">]', re.MULTILINE)
-
 
 def text_hash(path: Path) -> str:
     """A file's bytes, CRLF read as LF."""
@@ -279,13 +277,7 @@ class Sources:
         """The headers a CUDA file includes that are ours: beside it (quoted only), in the
         experiment's folder or in the shared include folder, in nvcc's order. System headers
         are not found there and are left out."""
-        out = []
-        for quote, name in _INCLUDE.findall(path.read_bytes()):
-            where = ([path.parent] if quote == b'"' else []) + ([folder] if folder else []) + [self.engine(INCLUDE)]
-            hit = next((d / name.decode() for d in where if (d / name.decode()).is_file()), None)
-            if hit:
-                out.append(hit)
-        return out
+        return included(path, ([folder] if folder else []) + [self.engine(INCLUDE)])
 
     def imports(self, path: Path, folder: Path | None) -> list[Path]:
         """The keyed Python files ``path`` imports: files of the experiment's folder, and engine

@@ -21,6 +21,7 @@ from .protocol import INCLUDE_DIR, NVCC_FLAGS
 
 
 _FUNCTION = re.compile(r"Compiling entry function '(\w+)'")
+_INCLUDE = re.compile(rb'^\s*#\s*include\s*([<"])([^">]+)[">]', re.MULTILINE)
 _STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _USED = re.compile(r"Used (\d+) registers")
 _SMEM = re.compile(r"(\d+) bytes smem")
@@ -68,11 +69,36 @@ def target(arch: str, options: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
     return (own[-1].split("=", 1)[1] if own else arch), tuple(o for o in options if not o.startswith("-arch="))
 
 
+def included(path: Path, folders: list[Path]) -> list[Path]:
+    """The files ``path`` includes that nvcc finds in ``folders`` (its ``-I`` folders, after
+    ``path``'s own for a quoted name), in order; system headers are not found there."""
+    out = []
+    for quote, name in _INCLUDE.findall(path.read_bytes()):
+        where = ([path.parent] if quote == b'"' else []) + folders
+        hit = next((d / name.decode() for d in where if (d / name.decode()).is_file()), None)
+        if hit:
+            out.append(hit)
+    return out
+
+
+def headers(source: Path, folders: list[Path]) -> list[Path]:
+    """Every file of ``folders`` that ``source`` includes, transitively, once each, in order."""
+    seen: list[Path] = []
+    todo = included(source, folders)
+    while todo:
+        path = todo.pop(0)
+        if path not in seen:
+            seen.append(path)
+            todo += included(path, folders)
+    return seen
+
+
 def _cache_key(source: Path, arch: str, flags: tuple[str, ...], nvcc: str, include: Path) -> str:
-    """Everything that decides the cubin: nvcc itself, the flags, the file and the headers it may include."""
+    """Everything that decides the cubin: nvcc itself, the flags, the file and the headers it
+    includes (only those: a header added beside a kernel that does not include it leaves the
+    kernel's cubin where it is)."""
     h = hashlib.sha256("\0".join([nvcc, str(Path(nvcc).stat().st_mtime_ns), arch, *flags]).encode())
-    headers = [p for folder in (source.parent, include) for ext in ("*.cuh", "*.h") for p in sorted(folder.glob(ext))]
-    for p in [source, *headers]:
+    for p in [source, *headers(source, [source.parent, include])]:
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:24]
 
