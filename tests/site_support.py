@@ -2,10 +2,10 @@
 in this process (no interpreter start per build), with every warning captured.
 
 ``project()`` makes a project folder from the real one: the real mkdocs.yml (hooks, macros,
-extensions; search only where asked for), chosen docs pages, the real or fixture snippets, and the real results with their
-source hashes rewritten to the current sources, so that rendering can be tested whatever state
-the committed results are in. Tests then damage what they need to. The real site is built from
-the committed results exactly as they are.
+extensions; search only where asked for), chosen docs pages, the real or fixture snippets, and the
+real results with their source hashes rewritten to the current sources, so that rendering can be
+tested whatever state the committed results are in. Tests then damage what they need to. The real
+site is built from the committed results exactly as they are.
 """
 
 from __future__ import annotations

@@ -1,18 +1,17 @@
 """Run experiments on this machine's GPUs and freeze what they produce.
 
-At the start, every kernel the runs load and every key their records carry, compiled on every
-core (``precompile.py``). For each GPU, first its copy ceiling (``ceilings.py``); for each
-experiment, one timed run (a
-worker process with the experiment's time limit, on a GPU of its own; on a node of several GPUs
-a long one is split by cases into parts that run side by side, each a timed run on a GPU of its
-own, and merged into one record: ``split.py``), then, if it verified, one untimed job per
-compute-sanitizer tool (``runs.py``, ``sanitizing.py``). When an experiment's last
-job is back, ``policy`` judges it and its record, or a failure record beside the last good one, is
-written (``format.py``). Then the Nsight Compute pass (``profiling.py``). The large pass
-(``plan.LARGE``) is the timed run alone, at each experiment's cases of 2^31 elements and more,
-verified, not timed: no ceiling, sanitizer or profile, into a record of its own. ``plan.py``
-decides what runs, ``schedule.py`` where; each worker is its own process (``workers.py``,
-``processes.py``), so a crash, a hang or a sticky CUDA error ends one experiment and nothing else.
+At the start, every kernel the runs load and every key their records carry, compiled on every core
+(``precompile.py``). For each GPU, first its copy ceiling (``ceilings.py``); for each experiment,
+one timed run (a worker process with the experiment's time limit, on a GPU of its own; on a node of
+several GPUs a long one is split by cases into parts that run side by side, each a timed run on a
+GPU of its own, and merged into one record: ``split.py``), then, if it verified, one untimed job
+per compute-sanitizer tool (``runs.py``, ``sanitizing.py``). When an experiment's last job is back,
+``policy`` judges it and its record, or a failure record beside the last good one, is written
+(``format.py``). Then the Nsight Compute pass (``profiling.py``). The large pass (``plan.LARGE``)
+is the timed run alone, at each experiment's cases of 2^31 elements and more, verified, not timed:
+no ceiling, sanitizer or profile, into a record of its own. ``plan.py`` decides what runs,
+``schedule.py`` where; each worker is its own process (``workers.py``, ``processes.py``), so a
+crash, a hang or a sticky CUDA error ends one experiment and nothing else.
 """
 
 from __future__ import annotations
@@ -94,8 +93,8 @@ class Build:
                 workers.start_servers()
             # Every kernel the runs load and every key they are stamped with, compiled while the
             # servers import and the ceilings are measured; the timed runs wait for it.
-            precompile = Precompile(self.root, self.keys, cubin_cache, todo, compute_capability_from_smi(options.gpus[0]),
-                                    ceilings=ceilings)
+            precompile = Precompile(self.root, self.keys, cubin_cache, todo,
+                                    compute_capability_from_smi(options.gpus[0]), ceilings=ceilings)
             try:
                 self.schedule(workers, recorder, todo, reprofile, precompile, ceilings=ceilings,
                               sanitize=sanitize, ncu_version=ncu_version)

@@ -1,8 +1,9 @@
 """An experiment's timed run and what follows it: once the build's compiles are done
-(``precompile.py``), a worker with the experiment's time limit on a GPU of its own (on a node of several GPUs, a long run is split by cases into parts, each a
-worker on a GPU of its own, and their records merged: ``split.py``); if it verified, its
-sanitizer pass; then its record, judged by the policy, is written (or a failure record beside
-the last good one), and it waits for its profile."""
+(``precompile.py``), a worker with the experiment's time limit on a GPU of its own (on a node of
+several GPUs, a long run is split by cases into parts, each a worker on a GPU of its own, and
+their records merged: ``split.py``); if it verified, its sanitizer pass; then its record, judged
+by the policy, is written (or a failure record beside the last good one), and it waits for its
+profile."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ class Runs:
             args = extra + (["--case", *cases] if cases else [])
 
             def run(g: int):
-                waited = round(self.precompile.wait(), 2)  # the build's compiles, which nothing timed runs beside
+                waited = round(self.precompile.wait(), 2)  # nothing timed runs beside the build's compiles
                 record, error = self.workers.run(name, g, args + self.ceilings.worker_args(g),
                                                  time_limit=due.exp.time_limit_s,
                                                  label=f"{name} {i + 1}/{len(parts)}" if parts else None)

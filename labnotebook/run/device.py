@@ -42,12 +42,10 @@ def compute_capability_from_smi(index: int) -> tuple[int, int] | None:
     """GPU ``index``'s compute capability, as nvidia-smi says it (``compute_cap``, "9.0"), without
     a CUDA context; None where it cannot say."""
     try:
-        out = subprocess.run(["nvidia-smi", "-i", str(index), "--query-gpu=compute_cap", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30)
+        major, dot, minor = _smi("compute_cap", index=index).get("compute_cap", "").partition(".")
     except (OSError, subprocess.TimeoutExpired):
         return None
-    major, dot, minor = out.stdout.strip().partition(".")
-    return (int(major), int(minor)) if out.returncode == 0 and dot and major.isdigit() and minor.isdigit() else None
+    return (int(major), int(minor)) if dot and major.isdigit() and minor.isdigit() else None
 
 
 def gpu_name_from_smi() -> str | None:
@@ -79,8 +77,10 @@ def open_context():
     return cuda, device, context
 
 
-def _smi(*fields: str) -> dict[str, str]:
-    out = subprocess.run(["nvidia-smi", "-i", str(device_index()), f"--query-gpu={','.join(fields)}",
+def _smi(*fields: str, index: int | None = None) -> dict[str, str]:
+    """``fields`` of GPU ``index`` (this process's, unless told), as nvidia-smi prints them."""
+    out = subprocess.run(["nvidia-smi", "-i", str(device_index() if index is None else index),
+                          f"--query-gpu={','.join(fields)}",
                           "--format=csv,noheader,nounits"],
                          capture_output=True, text=True, timeout=30)
     values = out.stdout.strip().splitlines()[0].split(", ") if out.returncode == 0 else []
