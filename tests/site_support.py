@@ -23,6 +23,7 @@ import jinja2
 
 from labnotebook.results.freshness import CurrentKeys
 from labnotebook.results.store import Store
+from labnotebook.site.notebook import FROZEN
 
 ROOT = Path(__file__).resolve().parent.parent
 H100, H200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
@@ -45,7 +46,9 @@ def project(dst: Path, pages: list[str] | None = None, snippets: Path | None = N
     if snippets != dst / "snippets":
         os.symlink(snippets or ROOT / "snippets", dst / "snippets")
     (ROOT / ".cache").mkdir(exist_ok=True)
-    os.symlink(ROOT / ".cache", dst / ".cache")  # the executed notebook, shared between copies
+    os.symlink(ROOT / ".cache", dst / ".cache")  # the cubins of machine-code keys, shared between copies
+    if (ROOT / FROZEN).is_dir():  # the executed notebook as committed: a copy runs it only on other inputs
+        shutil.copytree(ROOT / FROZEN, dst / FROZEN)
     config = (ROOT / "mkdocs.yml").read_text()
     if not search:
         config = without_search(config)

@@ -29,7 +29,9 @@ def declared_options() -> dict[Path, tuple[str, ...]]:
 def compile_kernel(tmp_path_factory, compile_once):
     """``compile_kernel(source)``: the kernel compiled (or the CompileError) when its test asks
     for it, into the run's cubin cache; pytest-xdist spreads the tests, and with them nvcc's
-    processes (one per kernel), over the cores."""
+    processes (one per kernel), over the cores. Compiled as its machine-code key is, without
+    line tables, which change no code (test_machine_keys.py: test_line_tables_change_no_code):
+    the keys that test_machine_keys.py makes find these cubins in the cache."""
     from labnotebook.run.compile import nvcc_path
 
     if nvcc_path() is None:
@@ -39,7 +41,8 @@ def compile_kernel(tmp_path_factory, compile_once):
 
     def compile_kernel(source: Path):
         try:
-            return compile_once(source, out / source.parent.name, "sm_90", options.get(source, ()))
+            return compile_once(source, out / source.parent.name, "sm_90", options.get(source, ()),
+                                line_info=False)
         except CompileError as e:
             return e
     return compile_kernel

@@ -1,6 +1,7 @@
 """The analysis notebook runs again only when what it reads changed (``labnotebook/site/notebook.py``):
 the notebook, the results, the engine modules it imports, each entry's headline case and the state
-of each result; not for an edit elsewhere, which it would print the same output for."""
+of each result; not for an edit elsewhere, which it would print the same output for. The copy
+committed in ``_freeze/`` is the one run on the committed inputs."""
 
 import shutil
 from pathlib import Path
@@ -44,3 +45,10 @@ def test_it_runs_again_when_what_it_reads_changes_and_not_otherwise(tmp_path):
     result = root / "results" / "vec_add" / "nvidia-h200.json"
     result.write_text(result.read_text().replace('"title": "', '"title": "Re', 1))
     assert key() != first
+
+
+def test_the_committed_freeze_is_the_notebook_run_on_the_committed_inputs():
+    frozen = ROOT / notebook.FROZEN / "analysis.ipynb"
+    assert notebook.frozen_inputs(frozen) == notebook.key(NOTEBOOK, ROOT, CurrentKeys(ROOT)), (
+        f"{frozen.relative_to(ROOT)} was not run on the current notebook and results: `mkdocs build` "
+        "runs it; commit it with them")

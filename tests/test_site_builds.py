@@ -92,25 +92,37 @@ def test_index_lists_entries_oldest_first_and_the_runs_behind_them(built_site):
     assert re.search(rf"{H100} ?: \d+ of \d+ entries, measured", text)
 
 
-def test_the_analysis_notebook_ran_once_and_is_cached_on_its_inputs(built_site):
-    nb = built_site.site.parent / "docs" / "analysis.ipynb"
+def test_the_analysis_notebook_is_rendered_from_its_frozen_copy(built_site):
     root = built_site.site.parent
-    cached = ROOT / ".cache" / "notebooks" / notebook.key(nb, root, CurrentKeys(root)) / "analysis.ipynb"
-    assert '"output_type": "display_data"' in (built_site.site / "analysis" / "analysis.ipynb").read_text()
-    assert cached.exists()  # the next build with the same inputs renders this copy
+    frozen = root / notebook.FROZEN / "analysis.ipynb"
+    assert notebook.frozen_inputs(frozen) == notebook.key(root / "docs" / "analysis.ipynb", root, CurrentKeys(root))
+    assert (built_site.site / "analysis" / "analysis.ipynb").read_bytes() == frozen.read_bytes()
+    assert '"output_type": "display_data"' in frozen.read_text()
     text = built_site.text("analysis")
     assert "H200 - H100" in text and "commit" in text and "Kept their share" in text
 
 
-def test_the_notebook_kernel_runs_without_the_tcp_warning(tmp_path, capfd):
+def test_a_notebook_runs_once_without_the_tcp_warning_then_again_only_on_other_inputs(tmp_path, capfd, monkeypatch):
+    import nbclient
     import nbformat
 
     nb = tmp_path / "docs" / "quiet.ipynb"
     nb.parent.mkdir()
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")]), nb)
-    folder = notebook.executed(nb, "quiet.ipynb", tmp_path, tmp_path / ".cache", CurrentKeys(tmp_path))
-    assert "42" in (folder / "quiet.ipynb").read_text()
+    folder = notebook.executed(nb, "quiet.ipynb", tmp_path, CurrentKeys(tmp_path))
+    frozen = tmp_path / notebook.FROZEN / "quiet.ipynb"
+    assert folder == frozen.parent and "42" in frozen.read_text()
     assert "without encryption" not in capfd.readouterr().err  # the kernel's own stderr, a process of its own
+    assert notebook.frozen_inputs(frozen) == notebook.key(nb, tmp_path, CurrentKeys(tmp_path))
+    assert '"execution"' not in frozen.read_text()  # no timestamps: it changes with its output alone
+
+    def ran(self, *args, **kwargs):
+        raise AssertionError("the notebook ran")
+    monkeypatch.setattr(nbclient.NotebookClient, "execute", ran)
+    assert notebook.executed(nb, "quiet.ipynb", tmp_path, CurrentKeys(tmp_path)) == folder  # the same inputs
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 9)")]), nb)
+    with pytest.raises(AssertionError, match="the notebook ran"):
+        notebook.executed(nb, "quiet.ipynb", tmp_path, CurrentKeys(tmp_path))
 
 
 def test_a_build_logs_no_macros_set_up_chatter(tmp_path, caplog):

@@ -2,7 +2,7 @@
 
 - Front matter and the experiments' declarations are checked before anything renders, so a
   missing key or a declaration that does not load fails at once, in one line that names it.
-- The analysis notebook is executed only when its inputs changed (``notebook.py``).
+- The analysis notebook is executed only when its inputs changed, and frozen (``notebook.py``).
 - Titles show powers as superscripts (``2^28`` -> ``2²⁸``) in the page, the nav and search,
   and every entry gets its byline from its front matter.
 - The experiments' source files are copied into the site, so pages can link the files that ran.
@@ -45,9 +45,8 @@ def on_files(files, config):
         if broken:
             raise NotebookError(" | ".join(f.text for f in broken))
         for f in [f for f in files if f.src_uri.endswith(".ipynb")]:
-            # The same page, read from the executed copy: ``<cache>/<key>/<its path under docs/>``.
-            folder = notebook.executed(Path(f.abs_src_path), f.src_uri, _root(config),
-                                       _root(config) / ".cache" / "notebooks", keys)
+            # The same page, read from the executed copy: ``_freeze/<its path under docs/>``.
+            folder = notebook.executed(Path(f.abs_src_path), f.src_uri, _root(config), keys)
             files.remove(f)
             files.append(File(f.src_uri, str(folder), config.site_dir, config.use_directory_urls))
     except NotebookError as e:

@@ -1,12 +1,15 @@
-"""The analysis notebook, executed once per set of inputs and cached.
+"""The analysis notebook, executed once per set of inputs and frozen, as Quarto's ``_freeze/``.
 
-Executing it takes seconds (a kernel, matplotlib, every results file); doing so at every build
-made every build slow. Its output depends only on the notebook, the results files, the engine
+Executing it takes seconds (a Jupyter kernel, matplotlib, every results file); doing so at every
+build made every build slow. Its output depends only on the notebook, the results files, the engine
 modules it imports and what it reads of the declarations and sources through them (each
 entry's headline case, each result's state), so it runs when one of those changed and is read
-from ``.cache/notebooks/<hash>/`` (git ignores ``.cache/``) otherwise: an edit to a kernel or a
-declaration that leaves those as they were, or to an engine module it does not import, runs
-nothing. mkdocs-jupyter then renders the executed copy without running it.
+from ``_freeze/<its path under docs/>`` otherwise: an edit to a kernel or a declaration that
+leaves those as they were, or to an engine module it does not import, runs nothing. The executed
+copy names the inputs it was run on (``metadata.labnotebook.inputs``, their hash) and is
+committed with the results it was run on, so a fresh clone builds and serves the site without
+running it (tests/test_notebook_cache.py fails where the committed copy is not the current
+one). mkdocs-jupyter then renders the executed copy without running it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from ..results.keys import Sources
 from ..results.store import Store
 
 PACKAGE = Path(__file__).resolve().parent.parent
-KEEP = 4  # executed copies kept in the cache
+FROZEN = "_freeze"  # under the project's root: each notebook executed, at its path under docs/
 
 
 def inputs(notebook: Path, root: Path) -> list[Path]:
@@ -63,12 +65,22 @@ def key(notebook: Path, root: Path, current: CurrentKeys) -> str:
     return h.hexdigest()[:16]
 
 
-def executed(notebook: Path, src_uri: str, root: Path, cache: Path, current: CurrentKeys) -> Path:
-    """The folder that holds ``notebook`` (at ``src_uri`` under it, as under docs/) executed
-    against the current inputs, running it if there is none yet."""
-    folder = cache / key(notebook, root, current)
+def frozen_inputs(frozen: Path) -> str | None:
+    """The hash of the inputs a frozen notebook was executed on; None where there is none."""
+    try:
+        return json.loads(frozen.read_text(encoding="utf-8"))["metadata"]["labnotebook"]["inputs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def executed(notebook: Path, src_uri: str, root: Path, current: CurrentKeys) -> Path:
+    """The folder (``root/_freeze``) that holds ``notebook`` (at ``src_uri`` under it, as under
+    docs/) executed against the current inputs, running it first where the frozen copy was run
+    on others, or there is none."""
+    inputs_now = key(notebook, root, current)
+    folder = root / FROZEN
     out = folder / src_uri
-    if out.exists():
+    if frozen_inputs(out) == inputs_now:
         return folder
     import nbformat
     import zmq
@@ -84,20 +96,19 @@ def executed(notebook: Path, src_uri: str, root: Path, cache: Path, current: Cur
         # runs "over TCP without encryption". TCP where the platform has no IPC transport.
         transport = {"transport": "ipc", "ip": str(Path(sockets) / "kernel")} if zmq.has("ipc") else {}
         try:
+            # No timestamps in the cells' metadata: the frozen copy changes only with its output.
             NotebookClient(nb, timeout=600, kernel_name="python3", config=Config(KernelManager=transport),
-                           resources={"metadata": {"path": str(notebook.parent)}}).execute()
+                           record_timing=False, resources={"metadata": {"path": str(notebook.parent)}}).execute()
         except CellExecutionError as e:
             raise NotebookError(f"{notebook.name}: a cell raised {e.ename}: {e.evalue}") from None
     # A cell's printing arrives in as many pieces as the kernel flushed it: one block per stream,
     # so the page is the same at every run.
     nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
+    nb.metadata["labnotebook"] = {"inputs": inputs_now}
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".tmp")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         nbformat.write(nb, f)
     os.chmod(tmp, 0o644)
     os.replace(tmp, out)
-    # Keep the few latest: a checkout and the test suite's copy of it each have their own.
-    for old in sorted(cache.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)[KEEP:]:
-        shutil.rmtree(old, ignore_errors=True)
     return folder
