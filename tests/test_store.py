@@ -41,6 +41,16 @@ def test_round_trip_keeps_non_finite_numbers(tmp_path):
     assert json.loads(path.read_text())["format"] == FORMAT  # strict JSON: no bare Infinity or NaN
 
 
+@pytest.mark.parametrize("value", [math.nan, -math.inf, math.inf])
+def test_each_non_finite_number_comes_back_wherever_it_stands(tmp_path, value):
+    """Alone in a file too: it is read back however the file holds it."""
+    write_json(tmp_path / "r.json", {"x": value, "rows": [[1.0, value], {"y": value}], "words": ["nan?", "info"]})
+    back = read_json(tmp_path / "r.json")
+    same = math.isnan if math.isnan(value) else (lambda v: v == value)
+    assert same(back["x"]) and same(back["rows"][0][1]) and same(back["rows"][1]["y"])
+    assert back["rows"][0][0] == 1.0 and back["words"] == ["nan?", "info"]
+
+
 def test_files_are_sorted_and_diffable(tmp_path):
     write_json(tmp_path / "r.json", {"format": FORMAT, "b": 1, "a": [2, 1]})
     text = (tmp_path / "r.json").read_text()

@@ -5,6 +5,7 @@ with every row's optional fields left at their default left out."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from ..errors import ResultsError
 from .format import (FORMAT, PARTS, Ceiling, KernelInfo, KernelProfile, MachineKey, Profile, ProfilePass, Provenance,
@@ -28,11 +29,15 @@ def record_to_json(record: Record) -> dict:
 
 # -- reading --------------------------------------------------------------------------------
 
+@functools.cache  # a file holds hundreds of rows, each built this way
+def _field_names(cls) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
 def _build(cls, data: dict, **nested):
     """``cls(**data)``, refusing keys the class does not define (a typo is an error, not a
     silently ignored field); ``nested`` converts named fields first."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(data) - names
+    unknown = data.keys() - _field_names(cls)
     if unknown:
         raise TypeError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
     values = {k: (nested[k](v) if k in nested and v is not None else v) for k, v in data.items()}

@@ -47,15 +47,17 @@ def jsonable(value):
     return value
 
 
+_NONFINITE = {repr(v): v for v in (math.inf, -math.inf, math.nan)}
+
+
 def _restore(value):
     """The inverse of jsonable()."""
-    if value in ("inf", "-inf", "nan"):
-        return float(value)
-    if isinstance(value, dict):
+    kind = type(value)
+    if kind is dict:
         return {k: _restore(v) for k, v in value.items()}
-    if isinstance(value, list):
+    if kind is list:
         return [_restore(v) for v in value]
-    return value
+    return _NONFINITE.get(value, value) if kind is str else value
 
 
 def write_json(path: Path, record: dict) -> None:
@@ -83,7 +85,10 @@ def write_json(path: Path, record: dict) -> None:
 def read_json(path: Path) -> dict:
     """A JSON file's contents, non-finite numbers restored; a ResultsError if it is corrupt."""
     try:
-        return _restore(json.loads(path.read_text(encoding="utf-8")))
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
+        # Walking every value costs as much as the parse: only where one could be "nan" or "inf".
+        return _restore(data) if '"nan"' in text or 'inf"' in text else data
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         where = f" at line {e.lineno}" if isinstance(e, json.JSONDecodeError) else ""
         raise ResultsError(f"{path.as_posix()} is corrupt ({getattr(e, 'msg', e)}{where}); restore it "
