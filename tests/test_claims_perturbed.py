@@ -288,8 +288,9 @@ def test_a_chart_marks_each_row_and_gpu_it_could_not_draw(root, shared, call, mo
     from labnotebook.site import plots
 
     # What a chart says it left out, not the chart: its figure is made, not drawn (the drawn
-    # charts are read in a browser, test_browser.py).
+    # charts are read in a browser, test_browser.py), and kept from the charts drawn after it.
     monkeypatch.setattr(plots, "_svg", lambda fig: plt.close(fig) or "<svg></svg>")
+    monkeypatch.setattr(plots, "_DRAWN", type(plots._DRAWN)())
     before, _ = evaluate(root, shared, call)
     assert "Not drawn" not in before
     path = Store(root / "results").path("softmax", H200)

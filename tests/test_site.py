@@ -324,6 +324,24 @@ def test_a_chart_title_names_a_size_only_when_every_plotted_case_has_it(ctx):
     assert "min-width" not in one and width <= (plots.WIDTH + 0.2) * 72  # shrinks to a phone's column, never scrolls
 
 
+def test_a_chart_is_drawn_once_for_the_same_figures_and_again_for_others(monkeypatch):
+    from collections import OrderedDict
+
+    real, drawn = plots._svg, []
+    monkeypatch.setattr(plots, "_svg", lambda fig: drawn.append(fig) or real(fig))
+    monkeypatch.setattr(plots, "_DRAWN", OrderedDict())
+    monkeypatch.setattr(plots, "DRAWN_KEPT", 2)
+
+    def chart(pct: float) -> str:
+        return plots.ceiling_chart([("a", {H100: 50.0, H200: None}), ("b", {H100: pct, H200: 60.0})], [H100, H200])
+    first = chart(75.0)
+    assert chart(75.0) == first and len(drawn) == 1  # the same figures: the chart as drawn
+    assert chart(75.5) != first and len(drawn) == 2  # a figure changed: drawn again
+    chart(80.0)  # a third: the first, the least recently used of two kept, is forgotten
+    assert chart(75.0) == first and len(drawn) == 4
+    assert chart(80.0) and len(drawn) == 4
+
+
 # -- front matter and the contents -----------------------------------------------------------------------
 
 ENTRY = {"title": "T", "date": datetime.date(2026, 11, 21), "topic": "Memory", "summary": "s"}

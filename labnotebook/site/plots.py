@@ -7,8 +7,10 @@ only the rows and GPUs that have a point on the chart.
 
 from __future__ import annotations
 
+import functools
 import io
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import matplotlib
@@ -29,6 +31,28 @@ from .tables import Note, note_failure
 # every label inside), a chart's 10 pt text is 10.8 px in a 390 px phone's 358 px column, and
 # about 10 px on a 360 px phone.
 WIDTH = 4.5  # inches
+
+
+_DRAWN: OrderedDict[str, str] = OrderedDict()  # this process's charts, by what they were drawn from
+DRAWN_KEPT = 128
+
+
+def drawn_once(draw):
+    """``draw``, run once per process for the same arguments: plain values (numbers, strings,
+    and lists, tuples, dicts and dataclasses of them), whose repr says all they hold. A chart
+    takes a quarter of a second or more to draw, and ``mkdocs serve`` draws every chart again at
+    each edit, most of them from the same rows; the latest ``DRAWN_KEPT`` are kept."""
+    @functools.wraps(draw)
+    def once(*args):
+        key = f"{draw.__qualname__}{args!r}"
+        if key in _DRAWN:
+            _DRAWN.move_to_end(key)
+        else:
+            _DRAWN[key] = draw(*args)
+            while len(_DRAWN) > DRAWN_KEPT:
+                _DRAWN.popitem(last=False)
+        return _DRAWN[key]
+    return once
 
 
 def _svg(fig) -> str:
@@ -99,13 +123,19 @@ def bandwidth_sweep(view: View, names: list[str], size_param: str, cases: list[s
                       view.experiment, view.gpu)
     plotted = [r for rows in lines.values() for r in rows]
     unit = metrics.throughput(plotted[0])[1]
+    points = tuple((name, tuple((r.params[size_param], metrics.throughput(r)[0]) for r in rows))
+                   for name, rows in lines.items())
+    return _sweep(points, unit, metrics.ceiling_gbs(view.record) if unit == "GB/s" else None, size_param,
+                  f"{unit} by {size_param}{_shared_size(plotted)}\n{view.gpu}")
+
+
+@drawn_once
+def _sweep(lines: tuple, unit: str, ceiling: float | None, size_param: str, title: str) -> str:
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(layout="constrained", figsize=(WIDTH, 3.6 + 0.22 * math.ceil(len(lines) / 2)))
-        for name, rows in lines.items():
-            ax.plot([r.params[size_param] for r in rows], [metrics.throughput(r)[0] for r in rows],
-                    marker="o", markersize=3.5, label=name)
-        ceiling = metrics.ceiling_gbs(view.record)
-        if unit == "GB/s" and ceiling:
+        for name, points in lines:
+            ax.plot([x for x, _ in points], [y for _, y in points], marker="o", markersize=3.5, label=name)
+        if ceiling:
             ax.axhline(ceiling, color=INK, linestyle="--", linewidth=1)
             ax.annotate(f"copy, {ceiling:,.0f} GB/s", (0.01, ceiling), xycoords=("axes fraction", "data"),
                         va="bottom", fontsize=MIN_FONT)
@@ -115,7 +145,7 @@ def bandwidth_sweep(view: View, names: list[str], size_param: str, cases: list[s
         _plain_log_ticks(ax.yaxis, 10)
         ax.set_xlabel(f"{size_param} (elements)" if size_param == "n" else size_param)
         ax.set_ylabel(f"{unit} (bytes read + written)" if unit == "GB/s" else unit)
-        ax.set_title(f"{unit} by {size_param}{_shared_size(plotted)}\n{view.gpu}", wrap=True)
+        ax.set_title(title, wrap=True)
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(2, len(lines)))
         return _svg(fig)
 
@@ -124,17 +154,23 @@ def case_bars(view: View, name: str, cases: list[str]) -> str:
     """One row at several cases that are not a numeric sweep (block shapes, say), as bars."""
     rows = [view.timed(name, c) for c in cases]
     unit = metrics.throughput(rows[0])[1]
+    return _case_bars(tuple(fmt.case(c) for c in cases), tuple(metrics.throughput(r)[0] for r in rows), unit,
+                      metrics.ceiling_gbs(view.record) if unit == "GB/s" else None,
+                      f"{name}: {unit} at each case{_shared_size(rows)}\n{view.gpu}")
+
+
+@drawn_once
+def _case_bars(labels: tuple, values: tuple, unit: str, ceiling: float | None, title: str) -> str:
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(layout="constrained", figsize=(WIDTH, 0.34 * len(cases) + 1.4))
-        ax.barh(range(len(cases)), [metrics.throughput(r)[0] for r in rows], color="tab:blue")
-        ceiling = metrics.ceiling_gbs(view.record)
-        if unit == "GB/s" and ceiling:
+        fig, ax = plt.subplots(layout="constrained", figsize=(WIDTH, 0.34 * len(labels) + 1.4))
+        ax.barh(range(len(labels)), values, color="tab:blue")
+        if ceiling:
             ax.axvline(ceiling, color=INK, linestyle="--", linewidth=1)
-            ax.annotate(f"copy, {ceiling:,.0f} GB/s", (ceiling, len(cases) - 0.5), ha="right", fontsize=MIN_FONT)
-        ax.set_yticks(range(len(cases)), [fmt.case(c) for c in cases])
+            ax.annotate(f"copy, {ceiling:,.0f} GB/s", (ceiling, len(labels) - 0.5), ha="right", fontsize=MIN_FONT)
+        ax.set_yticks(range(len(labels)), labels)
         ax.invert_yaxis()
         ax.set_xlabel(f"{unit} (bytes read + written)" if unit == "GB/s" else unit)
-        ax.set_title(f"{name}: {unit} at each case{_shared_size(rows)}\n{view.gpu}", wrap=True)
+        ax.set_title(title, wrap=True)
         return _svg(fig)
 
 
@@ -144,9 +180,14 @@ def rung_bars(view: View, case: str, names: list[str], reference: str) -> str:
     rows = [view.timed(n, case) for n in names]
     ref = metrics.throughput(view.timed(reference, case))[0]
     unit = metrics.throughput(rows[0])[1]
+    return _rung_bars(tuple(names), tuple(metrics.throughput(r)[0] for r in rows), reference, ref, unit,
+                      f"{unit} at {fmt.case(case)}\n{view.gpu}")
+
+
+@drawn_once
+def _rung_bars(names: tuple, values: tuple, reference: str, ref: float, unit: str, title: str) -> str:
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(layout="constrained", figsize=(WIDTH, 0.36 * len(names) + 1.4))
-        values = [metrics.throughput(r)[0] for r in rows]
         ax.barh(range(len(names)), values, color=["tab:orange" if n == reference else "tab:blue" for n in names])
         for i, v in enumerate(values):
             ax.annotate(f"{100 * v / ref:.0f}%", (v, i), xytext=(3, 0), textcoords="offset points",
@@ -156,7 +197,7 @@ def rung_bars(view: View, case: str, names: list[str], reference: str) -> str:
         ax.invert_yaxis()
         ax.margins(x=0.12)
         ax.set_xlabel(f"{unit} (labels: % of {reference})")
-        ax.set_title(f"{unit} at {fmt.case(case)}\n{view.gpu}", wrap=True)
+        ax.set_title(title, wrap=True)
         return _svg(fig)
 
 
@@ -164,23 +205,29 @@ def phase_chart(view: View, case: str) -> str:
     """A whole program's phases (medians over fresh processes) as bars on a log scale, since
     they span microseconds to a tenth of a second."""
     rows = view.phases(case)
+    return _phase_chart(tuple(r.name for r in rows), tuple(r.time.median_ms for r in rows), rows[0].fresh_processes,
+                        f"One whole program at {fmt.case(case)}, phase by phase\n{view.gpu}")
+
+
+@drawn_once
+def _phase_chart(names: tuple, ms: tuple, processes: int, title: str) -> str:
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(layout="constrained", figsize=(WIDTH, 0.36 * len(rows) + 1.4))
-        ms = [r.time.median_ms for r in rows]
-        ax.barh(range(len(rows)), ms, color=["tab:orange" if r.name == "kernel" else "tab:blue" for r in rows])
+        fig, ax = plt.subplots(layout="constrained", figsize=(WIDTH, 0.36 * len(names) + 1.4))
+        ax.barh(range(len(names)), ms, color=["tab:orange" if n == "kernel" else "tab:blue" for n in names])
         for i, v in enumerate(ms):
             ax.annotate(fmt.duration(v), (v, i), xytext=(3, 0), textcoords="offset points", va="center",
                         fontsize=MIN_FONT)
         ax.set_xscale("log")
         _plain_log_ticks(ax.xaxis, 10)
         ax.margins(x=0.25)
-        ax.set_yticks(range(len(rows)), [r.name for r in rows])
+        ax.set_yticks(range(len(names)), names)
         ax.invert_yaxis()
-        ax.set_xlabel(f"ms, median of {rows[0].fresh_processes} fresh processes (log scale)")
-        ax.set_title(f"One whole program at {fmt.case(case)}, phase by phase\n{view.gpu}", wrap=True)
+        ax.set_xlabel(f"ms, median of {processes} fresh processes (log scale)")
+        ax.set_title(title, wrap=True)
         return _svg(fig)
 
 
+@drawn_once
 def ceiling_chart(entries: list[tuple[str, dict[str, float | None]]], gpus: list[str]) -> str:
     """Horizontal bars: each row's % of its GPU's copy bandwidth, one bar per GPU that has one.
     Each row's name stands above its bars, not beside them, so the bars have the whole width of
@@ -245,6 +292,7 @@ class RoofPoint:
         return ("copy", memory) if memory < tflops else (name, tflops)
 
 
+@drawn_once
 def roofline(gpu: str, copy_gbs: float, roofs: dict[str, float], points: list[RoofPoint]) -> str:
     """Log-log roofline: the memory roof (the copy bandwidth, a slope), each compute roof
     (``roofs``: label -> TFLOP/s, flat), and a point per kernel, coloured by entry. The roofs,
