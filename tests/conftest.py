@@ -45,6 +45,9 @@ def _gpu_reason() -> str | None:
 # other test is handed out on its own.
 TOGETHER = ("test_browser.py", "test_build.py", "test_machine_keys.py", "test_site_builds.py",
             "test_claims_perturbed.py", "test_experiments.py")
+# Modules that run on one worker as one: the site builds after the browser's, in the process
+# that has drawn the real site's charts (plots.drawn_once) and compiled its templates.
+WITH = {"test_site_builds.py": "test_browser.py"}
 # The order the work is handed out in: the longest first, so that no worker is left with a long
 # one at the end; the browser first of all, as it builds the real site the others read.
 FIRST = ("test_browser.py", "test_build.py", "test_machine_keys.py", "test_compile.py", "test_site_builds.py",
@@ -74,7 +77,8 @@ def pytest_xdist_make_scheduler(config, log):
     class Scheduler(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::")[0]
-            return module if module.rsplit("/", 1)[-1] in TOGETHER else nodeid
+            folder, _, name = module.rpartition("/")
+            return f"{folder}/{WITH.get(name, name)}" if name in TOGETHER else nodeid
 
     config.option.loadscopereorder = False
     return Scheduler(config, log)

@@ -84,13 +84,18 @@ def test_sigkill_during_writes_never_leaves_a_corrupt_file(tmp_path):
     """A writer killed at a random moment leaves a complete file, old or new."""
     target = tmp_path / "demo" / "gpu.json"
     write_json(target, {"format": FORMAT, "n": -1, "pad": "x" * 200_000})
-    code = ("import sys; from pathlib import Path; from labnotebook.results.store import write_json, FORMAT\n"
+    code = ("import sys; from pathlib import Path; from labnotebook.results.store import write_json\n"
+            "from labnotebook.results.format import FORMAT\n"
             "i = 0\n"
             "while True:\n"
-            "    write_json(Path(sys.argv[1]), {'format': FORMAT, 'n': i, 'pad': 'x' * 200_000}); i += 1\n")
+            "    write_json(Path(sys.argv[1]), {'format': FORMAT, 'n': i, 'pad': 'x' * 200_000, 'by': sys.argv[2]})\n"
+            "    i += 1\n")
     for delay in (0.05, 0.13, 0.31):
-        proc = subprocess.Popen([sys.executable, "-c", code, str(target)])
-        time.sleep(delay + 0.5)  # the import takes a moment; then writes run continuously
+        proc = subprocess.Popen([sys.executable, "-c", code, str(target), str(delay)])
+        while read_json(target).get("by") != str(delay):  # its first write done: from now on writes run continuously
+            assert proc.poll() is None, "the writer died before it wrote"
+            time.sleep(0.01)
+        time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert read_json(target)["pad"] == "x" * 200_000
