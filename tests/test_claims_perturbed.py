@@ -8,9 +8,9 @@ words, or the claim must lose its ✓ and fail the build, by the noise rule (lab
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
 import html
-import pickle
 import re
 import shutil
 from pathlib import Path
@@ -72,8 +72,9 @@ def root(tmp_path_factory) -> Path:
 def each_file_parsed_once():
     """``evaluate`` reads every record it needs from disk again (a perturbation changes them in
     memory), and parsing them was most of this module's time: a file read again with the same
-    bytes gets a fresh copy of what those bytes parsed to; other bytes (a truncated file) are
-    parsed as they are."""
+    bytes gets a copy of what those bytes parsed to, its lists and dicts copied (a perturbation
+    puts other rows in a record's list; the rows themselves are frozen); other bytes (a
+    truncated file) are parsed as they are."""
     from labnotebook.results import store
 
     read, parsed = store.read_record, {}
@@ -81,8 +82,12 @@ def each_file_parsed_once():
     def read_record(path: Path):
         key = (path, path.read_bytes())
         if key not in parsed:
-            parsed[key] = pickle.dumps(read(path))
-        return pickle.loads(parsed[key])
+            parsed[key] = read(path)
+        record = copy.copy(parsed[key])
+        for f in dataclasses.fields(record):
+            if isinstance(getattr(record, f.name), (list, dict)):
+                setattr(record, f.name, copy.copy(getattr(record, f.name)))
+        return record
 
     with pytest.MonkeyPatch.context() as m:
         m.setattr(store, "read_record", read_record)

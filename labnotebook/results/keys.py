@@ -195,6 +195,14 @@ def _imported(source: bytes) -> tuple[tuple[str, tuple[str, ...], int], ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=256)  # by content, as ``meaning``
+def _imports_from(source: bytes) -> tuple[tuple[str, int, frozenset[str]], ...]:
+    """A module's top-level ``from ... import``s: ``(module, level, the names they bind or
+    import)``, in order."""
+    return tuple((node.module or "", node.level, frozenset(n for a in node.names for n in (a.name, a.asname) if n))
+                 for node in ast.parse(source).body if isinstance(node, ast.ImportFrom))
+
+
 class Sources:
     """Finds the files of keys under one project root. The engine is read from the root's own
     ``labnotebook/`` where it has one (a copy of the project keys its own engine), else from the
@@ -204,6 +212,18 @@ class Sources:
         self.root = root
         own = root / PACKAGE
         self.package = own if (own / "__init__.py").is_file() else Path(__file__).resolve().parent.parent
+        self._package = self.package.resolve()
+        self._in_package: dict[Path, Path | None] = {}
+
+    def _under_package(self, path: Path) -> Path | None:
+        """``path`` relative to the engine's folder, links followed; None where it is not in it.
+        Asked of each file for every import that names it: resolved once per file."""
+        if path not in self._in_package:
+            try:
+                self._in_package[path] = path.resolve().relative_to(self._package)
+            except ValueError:
+                self._in_package[path] = None
+        return self._in_package[path]
 
     # -- paths -----------------------------------------------------------------------------------
     def name(self, path: Path) -> str:
@@ -306,11 +326,8 @@ class Sources:
 
     def _package_of(self, path: Path) -> str | None:
         """``labnotebook.run`` for an engine file, for resolving its relative imports."""
-        try:
-            parts = path.resolve().relative_to(self.package.resolve()).parts[:-1]
-        except ValueError:
-            return None
-        return ".".join((PACKAGE, *parts))
+        relative = self._under_package(path)
+        return None if relative is None else ".".join((PACKAGE, *relative.parts[:-1]))
 
     def _module(self, module: str, names: list[str], package: str | None, level: int,
                 folder: Path | None) -> list[Path]:
@@ -344,15 +361,14 @@ class Sources:
 
     def _reexported(self, init: Path, module: str, name: str) -> list[Path]:
         """Where a package's ``__init__`` gets ``name`` from; the ``__init__`` itself if it defines it."""
-        for node in ast.parse(init.read_bytes()).body:
-            if isinstance(node, ast.ImportFrom) and any(a.asname == name or a.name == name for a in node.names):
-                return self._module(node.module or "", [name], module, node.level, None)
+        for source, level, names in _imports_from(init.read_bytes()):
+            if name in names:
+                return self._module(source, [name], module, level, None)
         return [init]
 
     def _keyed(self, path: Path) -> bool:
         """Experiment files always; engine files in ``KEYED`` unless they are mechanics."""
-        try:
-            relative = path.resolve().relative_to(self.package.resolve()).as_posix()
-        except ValueError:
+        relative = self._under_package(path)
+        if relative is None:
             return path.is_file()
-        return relative.startswith(KEYED) and relative not in MECHANICS and path.is_file()
+        return relative.as_posix().startswith(KEYED) and relative.as_posix() not in MECHANICS and path.is_file()
