@@ -441,11 +441,11 @@ def test_a_run_held_back_for_what_its_machine_lacked_is_accepted_without_running
                                             .replace("i < n - 1", "i < n").replace("add_skip_last", "add"))
     (folder / "experiment.py").write_text((folder / "experiment.py").read_text().replace('"add_skip_last"', '"add"'))
     store = Store(project / "results")
-    assert run_cli("--only", "held", "--no-profile", root=project, env=fake_env()).returncode == 0
+    assert run_cli("--only", "held", "--no-sanitize", "--no-profile", root=project, env=fake_env()).returncode == 0
     verified = store.path("held", GPU).read_text()
     declaration = (folder / "experiment.py").read_text()
     (folder / "experiment.py").write_text(declaration.replace("    title=", '    requires=("no_such_module",),\n    title='))
-    proc = run_cli("--only", "held", "--no-profile", root=project, env=fake_env())
+    proc = run_cli("--only", "held", "--no-sanitize", "--no-profile", root=project, env=fake_env())
     assert proc.returncode == 1 and "keeping those results" in proc.stdout, proc.stdout
     assert store.path("held", GPU).read_text() == verified and store.read_failure("held", GPU) is not None
     run = store.path("held", GPU, failure=True).read_text()
