@@ -164,3 +164,11 @@ def test_a_file_of_one_pass_under_the_other_passs_name_is_refused(tmp_path):
     path.rename(store.path("demo", GPU, part="large"))
     with pytest.raises(ResultsError, match="holds the main pass's results, not the large pass's"):
         store.read("demo", GPU, "large")
+
+
+def test_a_file_is_listed_by_the_gpu_it_names_or_by_its_slug_where_it_is_not_ours(tmp_path):
+    store = Store(tmp_path)
+    store.write(record())
+    write_json(tmp_path / "demo" / "nvidia-h200.json", {"format": "labnotebook-results/99", "gpu": "NVIDIA H200"})
+    write_json(tmp_path / "demo" / "other-gpu.json", {"format": "someone-else/1", "gpu": "Other GPU"})
+    assert store.gpus("demo") == [GPU, "nvidia-h200", "other-gpu"]

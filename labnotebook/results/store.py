@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import ResultsError
-from .format import PASSES, Part, Record
+from .format import PASSES, VERSION, Part, Record
+from .migrations import version_of
 
 CEILINGS = "ceilings"
 
@@ -101,8 +102,13 @@ def read_record(path: Path) -> Record:
 
 
 def _gpu_of(path: Path) -> str:
+    """The GPU a results file names (no migration changes it: its rows need not be read); a
+    file that cannot be read is named by its GPU slug."""
     try:
-        return read_record(path).gpu
+        data = read_json(path)
+        if isinstance(data, dict) and 1 <= (version_of(data) or 0) <= VERSION and isinstance(data.get("gpu"), str):
+            return data["gpu"]
+        return read_record(path).gpu  # not ours: refused, with why
     except ResultsError:
         return _named(path)[0]
 
