@@ -157,12 +157,15 @@ class Tab:
         self.server, self.width, self.scheme = server, width, scheme
         self.context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
         self.errors, self.external = [], []
-        here = self.server.split(SUBPATH)[0]
-        self.context.on("request", lambda r: r.url.startswith(here) or not r.url.startswith(("http", "ws"))
-                        or self.external.append(r.url))
+        self.context.on("request", self._seen)
         self.page = self.context.new_page()
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def _seen(self, request) -> None:
+        """A request for anything but this server's files (data: and blob: URLs stay in the page)."""
+        if request.url.startswith(("http", "ws")) and not request.url.startswith(self.server.split(SUBPATH)[0]):
+            self.external.append(request.url)
 
     def open(self, path: str):
         self.errors.clear()

@@ -108,7 +108,7 @@ def _gpu_of(path: Path) -> str:
         data = read_json(path)
         if isinstance(data, dict) and 1 <= (version_of(data) or 0) <= VERSION and isinstance(data.get("gpu"), str):
             return data["gpu"]
-        return read_record(path).gpu  # not ours: refused, with why
+        return Record.from_json(data, path.as_posix()).gpu  # not ours: refused, with why
     except ResultsError:
         return _named(path)[0]
 
