@@ -17,6 +17,7 @@
 //   holds the next head's rows: their keys are masked like causal ones, and their values are
 //   zeroed in shared memory before P V (a NaN there, times a weight of 0, would still be NaN).
 // D must be 64 or 128; any N.
+// needs: sm_90a (wgmma, setmaxnreg and the TMA)
 #include "wgmma_attention.cuh"
 
 #define BM 128  // queries per block: two consumer warpgroups of 64

@@ -7,6 +7,7 @@
 // - Each of the 4 warps owns a 64x64 piece of the 128x128 output: 128 fp32 accumulators per
 //   thread, 32 MMAs per 16-wide step of K for 8 fragment loads.
 // Needs M and N multiples of 128 and K a multiple of 32.
+// needs: sm_80 (cp.async copies)
 #include "mma_gemm.cuh"
 
 // --8<-- [start:kernel]

@@ -3,6 +3,7 @@
 // bytes per flop than rung 2's 128x128 tile, and a barrier every 4 MMA steps instead of 2.
 // One block per SM (its registers fill the SM); 3 stages of 51 KB each.
 // Needs M a multiple of 128, N of 256 and K of 64.
+// needs: sm_80 (cp.async copies)
 #include "mma_gemm.cuh"
 
 // --8<-- [start:kernel]

@@ -4,6 +4,7 @@
 // warpgroup (4 warps) at a time, with no ldmatrix and no fragments in registers. One warpgroup
 // computes a 128 x 128 tile as two 64-row halves; thread 0 keeps 3 k-tiles in flight ahead.
 // Takes any M; N and K multiples of 8 (TMA's rows are a multiple of 16 bytes).
+// needs: sm_90a (wgmma and the TMA)
 #include "wgmma_gemm.cuh"
 
 #define BM 128

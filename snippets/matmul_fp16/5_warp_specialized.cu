@@ -6,6 +6,7 @@
 // consumers can hold 64 x 256 fp32 accumulators each (232). While one consumer waits for its
 // wgmmas, the other issues its own, and the producer is already loading stages ahead.
 // Takes any M; N and K multiples of 8 (TMA's rows are a multiple of 16 bytes).
+// needs: sm_90a (wgmma, setmaxnreg and the TMA)
 #include "wgmma_gemm.cuh"
 
 #define BM 128

@@ -4,6 +4,7 @@
 // (max, sum) while the second is still on its way, keeps each exp where its input was, and
 // once the cluster has agreed on the row's statistics, scales them in place and hands each half
 // back to the TMA to write. A thread holds no chunk in registers, and an exp is computed once.
+// needs: sm_90a (thread-block clusters and the TMA's bulk copies)
 #include <cooperative_groups.h>
 
 #include "bulk_copy.cuh"

@@ -3,6 +3,7 @@
 // (rung 10's bulk copies), the next 24576 into registers (six float4s a thread, rung 7's way),
 // and only what is left of a longer row (49152 of 131072 floats) is read twice, the second
 // time, with luck, out of the L2. No cluster, and no limit on the row's length.
+// needs: sm_90a (the TMA's bulk copies)
 #include "bulk_copy.cuh"
 #include "reduce.cuh"
 

@@ -5,6 +5,7 @@
 // cluster stays on its 8 SMs and takes one row after another from a counter. Each block holds
 // three rows' chunks: while it reduces one, the TMA writes the row before it out and brings the
 // rows after it in, so that reads and writes overlap all through the run.
+// needs: sm_90a (thread-block clusters, st.async and the TMA's bulk copies)
 #include <cooperative_groups.h>
 
 #include "bulk_copy.cuh"

@@ -5,6 +5,7 @@
 // read, reduce and write in step, so the memory idles while they reduce: the exps use the fast
 // __expf (an exp2 in hardware, well inside the tolerance), and nothing waits on the cluster
 // between the reduction and the writes.
+// needs: sm_90 (thread-block clusters)
 #include <cooperative_groups.h>
 
 #include "cluster_reduce.cuh"
