@@ -17,7 +17,7 @@ from functools import cache
 import numpy as np
 import pytest
 
-from labnotebook import Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, Unsupported
+from labnotebook import Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, Unavailable, Unsupported
 from labnotebook.errors import ExperimentError
 from labnotebook.declare.discover import experiment_folders, global_functions, load
 from labnotebook.declare.experiment import tolerance_at
@@ -686,9 +686,14 @@ def test_the_engine_checks_a_launch_before_it_runs():
                             (Launch((1, 1, 65536), (32,), ()), r"gridDim.z must be 1 to 65535"),
                             (Launch((1,), (32, 64), ()), r"2048 threads, at most 1024"),
                             (Launch((1, 1, 1, 1), (32,), ()), "one to three dimensions"),
-                            (Launch((1,), (32,), (), shared_bytes=232449), "at most 232448")]:
+                            (Launch((1,), (32,), (), shared_bytes=232449), "no GPU gives a block more than 232448")]:
         with pytest.raises(InvalidLaunch, match=message):
             launch_dims(launch, 232448)
+    # More shared memory than this GPU gives, but no more than a bigger one does: unavailable
+    # here (an Ada GPU's 99 KiB, a kernel tiled for Hopper's 227), not a mistake.
+    with pytest.raises(Unavailable, match="needs 101377 bytes of shared memory a block; this GPU gives a block at most 101376"):
+        launch_dims(Launch((1,), (32,), (), shared_bytes=101377), 101376)
+    assert launch_dims(Launch((1,), (32,), (), shared_bytes=101376), 101376) == ((1, 1, 1), (32, 1, 1))
 
 
 @pytest.mark.parametrize("kernel", ["3_shared_tree", "4_atomicmax_walkthrough", "5_atomicmax_fixed", "6_warp_shuffle"])

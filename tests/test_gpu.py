@@ -151,6 +151,35 @@ def test_the_fast_loop_prints_one_kernel_at_one_case_and_writes_nothing(fault_pr
     assert not (fault_project / "results" / "good_add").exists()
 
 
+@pytest.mark.parametrize("cc", ["7.5", "8.6"])
+def test_older_architectures_run_here_as_their_own_gpus_would(tmp_path, cc):
+    """The architecture mode as a T4 (7.5) and an RTX 3090 (8.6), for the experiments whose kernels
+    need the most: each kernel's PTX for that architecture, compiled by the driver for this GPU,
+    verified at every edge case, or unavailable with the reason (its ``needs:`` line, or more
+    shared memory a block than the architecture gives); none failed."""
+    from labnotebook.results import architectures
+
+    project = copy_project(tmp_path, [FOLDERS["softmax"], FOLDERS["matmul_fp16"]])
+    proc = run_cli("--arch", cc, root=project)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
+    (run,) = architectures.read_all(project / "results")
+    assert run.capability == cc and not run.failed() and run.gpu == gpu_name()
+    softmax, matmul = run.experiments["softmax"], run.experiments["matmul_fp16"]
+    for rung in ("9_cluster", "10_bulk_copy", "11_on_chip", "12_pipelined"):
+        assert softmax[rung].status == "unavailable" and softmax[rung].why.endswith(f"this GPU is {cc}")
+    for rung in ("4_wgmma_tma", "5_warp_specialized"):
+        assert matmul[rung].why.startswith("needs compute capability 9.0 exactly (sm_90a)")
+    assert softmax["1_naive"].status == softmax["6_warp_shuffle"].status == matmul["1_wmma"].status == "verified"
+    assert softmax["4_atomicmax_walkthrough"].status in ("xfail", "verified")  # wrong only where a row's max is negative
+    # 3 stages of 48 KiB a block: an A100's 163 KiB take them, an RTX 3090's 99 do not.
+    three = matmul["3_mma_128x256"]
+    if cc == "7.5":
+        assert three.why.startswith("needs compute capability 8.0 or newer: cp.async copies")
+    else:
+        assert three.status == "unavailable" and "bytes of shared memory a block" in three.why
+        assert matmul["2_mma_pipelined"].status == "verified"
+
+
 @pytest.mark.parametrize("name, kernel, case", [("vec_add", "2_add_float4", "2^26"),
                                                ("vec_add_3d", "2_add_3d", "512x512x512")])
 def test_engine_timing_agrees_with_triton_do_bench(name, kernel, case):

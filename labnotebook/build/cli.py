@@ -72,6 +72,10 @@ def main_parser() -> argparse.ArgumentParser:
                    help="run the large pass instead: each experiment's cases of 2^31 elements and more, verified, not "
                         "timed, into results/NAME/<gpu>.large.json (up to 24 GiB of GPU memory; a default "
                         "refresh leaves them out)")
+    p.add_argument("--arch", nargs="+", metavar="X.Y",
+                   help="run every kernel at its edge cases as a GPU of these compute capabilities would (its PTX, "
+                        "compiled for this GPU; that architecture's shared memory and features), verified, not "
+                        "timed, into results/architectures/ (never a GPU's results)")
     p.add_argument("--dry-run", action="store_true", help="run, verify, time and print; write no results")
     p.add_argument("--check", action="store_true",
                    help="list every result that is stale, failed or missing, with the file that changed and the "
@@ -147,6 +151,11 @@ def main(argv: list[str] | None = None) -> int:
         if left_out:
             console.print(f"drafts left out (name one with --only to run it): {', '.join(left_out)}")
             selected = {n: f for n, f in selected.items() if n not in left_out}
+        if args.arch:
+            from .architectures import run as run_architectures
+
+            _, gpus = require_gpus(args.gpus)
+            return run_architectures(root, console, args.arch, selected, gpus[0])
         if (args.kernel or args.case) and len(selected) != 1:
             raise NotebookError("--kernel and --case need one experiment: add --only NAME")
         dry_run, part = bool(args.dry_run or args.kernel or args.case), LARGE if args.large else MAIN

@@ -13,11 +13,11 @@ import re
 from pathlib import Path
 
 from ..errors import NotebookError
-from ..results.store import CEILINGS
+from ..results.store import ARCHITECTURES, CEILINGS
 
 TEMPLATES = Path(__file__).parent / "templates"
 NAME = re.compile(r"[a-z][a-z0-9_]*")
-RESERVED = {CEILINGS, "index", "dashboard", "analysis", "authoring", "gpu"}  # results and pages of their own
+RESERVED = {CEILINGS, ARCHITECTURES, "index", "dashboard", "analysis", "authoring", "gpu"}  # results and pages of their own
 
 
 def scaffold(root: Path, name: str, title: str | None = None) -> list[Path]:

@@ -7,6 +7,8 @@ Layout under ``results/``::
     <experiment>/<gpu-slug>.large.json     the large pass (``Record.part``): cases of 2^31 elements and more
     <experiment>/<gpu-slug>.large.failure.json   and its last failure, the same way
     ceilings/<gpu-slug>.json               the copy bandwidth measured at the start of the last run
+    architectures/<sm_XY>.json             every kernel run as another architecture would (not a GPU's
+                                           results: ``architectures.py``)
 
 What a file holds is defined in ``format.py``: a ``Record`` in sorted, indented JSON with a
 format version. Older versions are migrated on load; a file that is corrupt or not ours is
@@ -30,6 +32,7 @@ from .format import PASSES, VERSION, Part, Record
 from .migrations import version_of
 
 CEILINGS = "ceilings"
+ARCHITECTURES = "architectures"  # not an experiment's: architectures.py
 
 
 def gpu_slug(gpu: str) -> str:
@@ -173,7 +176,8 @@ class Store:
         return sorted({_gpu_of(p) for p in self._files(experiment) + sorted(failed)})
 
     def experiments(self) -> list[str]:
-        return sorted(p.name for p in self.folder.iterdir() if p.is_dir()) if self.folder.exists() else []
+        return sorted(p.name for p in self.folder.iterdir() if p.is_dir() and p.name != ARCHITECTURES) \
+            if self.folder.exists() else []
 
     def records(self, experiment: str | None = None, part: Part = "main") -> Iterator[Record]:
         for name in [experiment] if experiment else self.experiments():

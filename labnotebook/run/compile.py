@@ -106,7 +106,9 @@ def _cache_key(source: Path, arch: str, flags: tuple[str, ...], nvcc: str, inclu
 def compile_cubin(source: Path, out_dir: Path, arch: str = "sm_90", options: tuple[str, ...] = (),
                   root: Path | None = None, cache: Path | None = None, include: Path | None = None,
                   line_info: bool = True) -> Compiled:
-    """Compile ``source`` to ``out_dir/<stem>.cubin``. Raises CompileError with nvcc's message,
+    """Compile ``source`` to ``out_dir/<stem>.cubin`` (to ``<stem>.ptx`` for a virtual ``arch``,
+    ``compute_86``: what the driver compiles for the GPU at load time, as it does for a program
+    built for an older GPU). Raises CompileError with nvcc's message,
     paths shown relative to ``root`` so that no machine path reaches a user or a results file.
     With ``root``, nvcc runs there on relative paths, so that the code (``__FILE__`` in an assert,
     say) is the same from any checkout. With ``cache`` (a folder shared by builds and their workers),
@@ -117,15 +119,18 @@ def compile_cubin(source: Path, out_dir: Path, arch: str = "sm_90", options: tup
     if nvcc is None:
         raise CompileError(f"{source.name}: nvcc not found (install the CUDA toolkit or put nvcc on PATH)")
     out_dir.mkdir(parents=True, exist_ok=True)
-    cubin = out_dir / f"{source.stem}.cubin"
+    ptx = arch.startswith("compute_")
+    cubin = out_dir / f"{source.stem}.{'ptx' if ptx else 'cubin'}"
     include = include or INCLUDE_DIR
-    flags = tuple(f for f in NVCC_FLAGS if line_info or f != "-lineinfo") + options
+    # PTX passes no ptxas: there is no resource report to ask for.
+    flags = tuple(f for f in NVCC_FLAGS if (line_info or f != "-lineinfo") and not (ptx and f.startswith("-Xptxas"))) \
+        + options
     key = _cache_key(source, arch, flags, nvcc, include) if cache else None
     if key and (cache / f"{key}.json").exists():
         shutil.copyfile(cache / f"{key}.cubin", cubin)
         return Compiled(cubin=cubin, resources=json.loads((cache / f"{key}.json").read_text()))
     where = (lambda p: os.path.relpath(p, root)) if root is not None else str
-    cmd = [nvcc, "-cubin", f"-arch={arch}", *flags, "-I", where(source.parent),
+    cmd = [nvcc, "-ptx" if ptx else "-cubin", f"-arch={arch}", *flags, "-I", where(source.parent),
            "-I", where(include), "-o", str(cubin.absolute()), where(source)]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=root)
     report = proc.stdout + proc.stderr

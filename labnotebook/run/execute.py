@@ -24,16 +24,18 @@ def run_experiment(exp: Experiment, folder: Path, root: Path, ceiling: Ceiling |
                    edge_cases: list[Case] | None = None, large_cases: list[Case] | None = None,
                    with_baselines: bool = True, only: set[str] | None = None,
                    only_at: dict[str, set[str]] | None = None,
-                   cubin_cache: Path | None = None, gpu_checks: bool = True) -> Record:
+                   cubin_cache: Path | None = None, gpu_checks: bool = True,
+                   emulate: tuple[int, int] | None = None) -> Record:
     """Run ``exp`` and return its results record, unjudged (``labnotebook.build.policy`` decides what
     the rows mean for the run). Without a ``ceiling`` (the build's, measured on this GPU) the
     copy bandwidth is measured here, unless ``measure_ceiling`` is False (a run that only
     verifies). ``cases``, ``edge_cases`` and ``large_cases`` default to the declaration's;
     ``only`` names the kernels and baselines to run (all when None), and ``only_at`` those of
     them to run at a case, by its name (all at a case it does not name); ``gpu_checks`` False keeps
-    every check on the CPU (under a sanitizer, whose report must hold our kernels alone)."""
+    every check on the CPU (under a sanitizer, whose report must hold our kernels alone);
+    ``emulate`` runs the kernels as a GPU of that compute capability would (``Runner``)."""
     runner = Runner(exp, folder, root, log, cubin_cache, with_baselines=with_baselines, only=only,
-                    gpu_checks=gpu_checks)
+                    gpu_checks=gpu_checks, emulate=emulate)
     try:
         with tempfile.TemporaryDirectory(prefix="notebook-cubin-", dir=cubin_cache) as build_dir:
             runner.compile(Path(build_dir))  # kept for the phase program's fresh processes

@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..declare.experiment import Launch, Unsupported
+from ..declare.experiment import Launch, Unavailable, Unsupported
 from ..errors import ExperimentError
 from ..results.format import LaunchShape
+from .needs import MOST_SHARED_PER_BLOCK
 from .tma import TensorMap
 
 # CUDA's launch limits, the same on every GPU since compute capability 3.0 (the CUDA C
@@ -45,9 +46,12 @@ def launch_dims(launch: Launch, max_shared: int | None = None) -> tuple[Dims, Di
     threads = dims["block"][0] * dims["block"][1] * dims["block"][2]
     if threads > MAX_THREADS_PER_BLOCK:
         raise InvalidLaunch(f"block {dims['block']}: {threads} threads, at most {MAX_THREADS_PER_BLOCK} a block")
-    if launch.shared_bytes < 0 or (max_shared is not None and launch.shared_bytes > max_shared):
+    if launch.shared_bytes < 0 or launch.shared_bytes > MOST_SHARED_PER_BLOCK:
         raise InvalidLaunch(f"{launch.shared_bytes} bytes of dynamic shared memory: "
-                            f"this GPU gives a block at most {max_shared}")
+                            f"no GPU gives a block more than {MOST_SHARED_PER_BLOCK}")
+    if max_shared is not None and launch.shared_bytes > max_shared:  # a bigger GPU's launch
+        raise Unavailable(f"needs {launch.shared_bytes} bytes of shared memory a block; "
+                          f"this GPU gives a block at most {max_shared}")
     return dims["grid"], dims["block"]
 
 

@@ -68,7 +68,7 @@ def runnable_row(r: Runnable, base: dict, **fields) -> RunRow:
 def measure(runner: Runner, r: Runnable, at: CaseSetup, time_it: bool) -> RunRow:
     """Set up, poison, run once, verify, and (when ``time_it``) time one kernel or baseline."""
     row = runnable_row(r, {**at.base, "timed": time_it}, status="ok")
-    unmet = runner.unavailable or runner.missing(r.requires)
+    unmet = runner.unavailable or runner.blocked.get(r.name) or runner.missing(r.requires)
     if unmet:
         return replace(row, **unmet)
     ins, outs = at.arrays.arrays(r.library)
@@ -150,7 +150,8 @@ def _digest(runner: Runner, outputs: Outputs) -> str | None:
 
 def _skipped(row: RunRow, e: Unsupported, library: str) -> RunRow:
     """A declared skip: a case the kernel does not take (Unsupported), or a machine that cannot run it."""
-    return replace(row, status="skipped", error=f"unsupported: {e}" if library == "cuda" else str(e),
+    return replace(row, status="skipped", error=f"unsupported: {e}" if library == "cuda" and not isinstance(e, Unavailable)
+                   else str(e),
                    unavailable=isinstance(e, Unavailable))
 
 

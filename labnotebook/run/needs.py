@@ -34,7 +34,8 @@ SHARED_PER_BLOCK = {(7, 5): 64 * 1024, (8, 0): 163 * 1024, (8, 6): 99 * 1024, (8
                     (12, 0): 99 * 1024, (12, 1): 99 * 1024}
 MOST_SHARED_PER_BLOCK = max(SHARED_PER_BLOCK.values())
 
-_NEEDS = re.compile(r"^\s*//\s*needs:\s*(sm_\d+a?)\b\s*(?:\((.*)\))?\s*$", re.MULTILINE)
+_LINE = re.compile(r"^\s*//\s*needs:(.*)$", re.MULTILINE)
+_NEEDS = re.compile(r"\s*(sm_\d+a?)\s*(?:\((.*)\))?\s*")
 _ARCH = re.compile(r"^sm_(\d+)(\d)(a?)$")
 
 
@@ -91,12 +92,15 @@ class Needs:
 
 def declared(text: str) -> Needs:
     """The ``needs:`` line of a kernel file's text (``Needs()`` without one)."""
-    found = _NEEDS.findall(text)
+    found = _LINE.findall(text)
     if len(found) > 1:
         raise BadNeeds(f"{len(found)} 'needs:' lines; a kernel declares one")
     if not found:
         return Needs()
-    arch, why = found[0]
+    m = _NEEDS.fullmatch(found[0])
+    if not m:
+        raise BadNeeds(f"'needs:{found[0]}': write it as 'needs: sm_80 (why)'")
+    arch, why = m[1], m[2] or ""
     if capability(arch) < capability(FLOOR):
         raise BadNeeds(f"needs: {arch} is older than the oldest architecture the notebook claims ({FLOOR})")
     return Needs(arch, why.strip())

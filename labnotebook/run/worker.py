@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--paths-cover", action="store_true",
                         help="with --verify-only: only the edge cases that together take every declared path "
                              "(the sanitizer pass's, Experiment.sanitizer_cases)")
+    parser.add_argument("--emulate", metavar="X.Y",
+                        help="run as a GPU of this compute capability would (its PTX, its limits): the edge "
+                             "cases alone, verified, kernels alone (build/architectures.py)")
     parser.add_argument("--large", action="store_true",
                         help="the large pass: only the cases of 2^31 elements and more, verified, not timed")
     parser.add_argument("--profile", action="store_true",
@@ -91,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             # leaving them out spares the tools loading torch and its libraries).
             # --large: the large cases alone. The main pass runs them only where --case names one.
             check, large = args.verify_only, args.large
+            emulate = tuple(int(n) for n in args.emulate.split(".")) if args.emulate else None
             only = _names(args.kernel)
             if check:
                 only = {k.name for k in exp.kernels if isinstance(k, Kernel)} & (only or set(exp.runnable_names()))
@@ -98,13 +102,13 @@ def main(argv: list[str] | None = None) -> int:
             at = exp.sanitizer_plan(only) if args.paths_cover else None
             record = run_experiment(exp, folder, args.root, Ceiling(**args.ceiling) if args.ceiling else None,
                                     log=(lambda line: None) if check else (lambda line: print(line, flush=True)),
-                                    measure_ceiling=not (check or large),
-                                    cases=[] if check or large else pick(exp.cases),
+                                    measure_ceiling=not (check or large or emulate),
+                                    cases=[] if check or large or emulate else pick(exp.cases),
                                     edge_cases=[] if large else
                                     pick([c for c in exp.edge_cases if at is None or c.name in at]),
                                     large_cases=pick(exp.large_cases) if large or (chosen and not check) else [],
-                                    with_baselines=not check, only=only, only_at=at, cubin_cache=args.cubin_cache,
-                                    gpu_checks=not check)
+                                    with_baselines=not (check or emulate), only=only, only_at=at,
+                                    cubin_cache=args.cubin_cache, gpu_checks=not check, emulate=emulate)
             record.part = "large" if large else "main"
         record.peak_host_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     except NotebookError as e:

@@ -1,0 +1,99 @@
+"""``build_results.py --arch 7.5 8.6``: every experiment's kernels, run on this GPU as GPUs of
+those architectures would run them, into ``results/architectures/`` (``results/architectures.py``).
+
+Each experiment is a worker of its own (``--emulate X.Y``): its kernels' PTX for that
+architecture, compiled by the driver for this GPU, at every edge case, verified, within that
+architecture's shared memory a block; a kernel whose ``needs:`` line asks for more is
+unavailable, with the reason, and the rest run. No timing, no baseline: nothing here is a GPU's
+result. Exits 1 where any kernel failed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..declare.discover import load
+from ..errors import NotebookError
+from ..results import architectures
+from ..results.architectures import ArchitectureRun, Outcome
+from ..results.machine import CACHE as CUBIN_CACHE
+from ..run.device import compute_capability_from_smi
+from .policy import judge
+from .processes import Processes
+from .workers import Workers
+
+MARK = {"verified": "[green]✓[/]", "xfail": "[yellow]✗ as declared[/]", "unavailable": "[dim]–[/]", "failed": "[red]✗[/]"}
+
+
+def capabilities(given: list[str], gpu: int) -> list[str]:
+    """``given`` checked: each ``X.Y``, none newer than GPU ``gpu`` (whose driver compiles their PTX)."""
+    real = compute_capability_from_smi(gpu)
+    for cc in given:
+        if not re.fullmatch(r"\d+\.\d", cc):
+            raise NotebookError(f"--arch takes compute capabilities such as 7.5 or 8.6; got {cc!r}")
+        if real and tuple(map(int, cc.split("."))) > real:
+            raise NotebookError(f"--arch {cc}: this GPU is {real[0]}.{real[1]}; it runs the PTX of its own "
+                                "architecture or an older one")
+    return list(dict.fromkeys(given))
+
+
+def run(root: Path, console: Console, given: list[str], selected: dict[str, Path], gpu: int) -> int:
+    """Run ``selected`` as each architecture of ``given`` on GPU ``gpu``; write and show each."""
+    results = root / "results"
+    processes = Processes()
+    (root / CUBIN_CACHE).mkdir(parents=True, exist_ok=True)
+    workers = Workers(root, processes, root / CUBIN_CACHE, [gpu], console)
+    failed = False
+    try:
+        for cc in capabilities(given, gpu):
+            done = _run_one(workers, cc, selected, gpu, results)
+            console.print(table(done))
+            console.print(f"wrote {architectures.path(results, cc).relative_to(root).as_posix()}")
+            failed |= bool(done.failed())
+    finally:
+        workers.close()
+        processes.stop()
+    return 1 if failed else 0
+
+
+def _run_one(workers: Workers, cc: str, selected: dict[str, Path], gpu: int, results: Path) -> ArchitectureRun:
+    """One architecture's run, over the last one's experiments where ``selected`` leaves some out."""
+    try:
+        last = {r.capability: r for r in architectures.read_all(results)}.get(cc)
+    except NotebookError:  # unreadable: replaced whole
+        last = None
+    done: ArchitectureRun | None = None
+    runs: dict[str, dict[str, Outcome]] = {}
+    for name, folder in selected.items():
+        exp = load(folder)
+        workers.console.print(escape(f"{name} as compute capability {cc}"))
+        record, error = workers.run(name, gpu, ["--emulate", cc], time_limit=exp.time_limit_s)
+        if record is None:
+            runs[name] = {k.name: Outcome("failed", 0, error or "no record") for k in exp.kernels}
+            continue
+        runs[name] = architectures.outcomes(judge(exp, record))
+        p = record.provenance
+        done = done or ArchitectureRun(cc, record.gpu, p.date if p else "", p.git_commit if p else None)
+    if done is None:
+        raise NotebookError(f"no experiment ran as {cc}: " + "; ".join(
+            o.why for ks in runs.values() for o in list(ks.values())[:1]))
+    kept = {n: ks for n, ks in (last.experiments.items() if last and last.gpu == done.gpu else ()) if n not in runs}
+    done.experiments = dict(sorted({**kept, **runs}.items()))
+    architectures.write(results, done)
+    return done
+
+
+def table(run: ArchitectureRun) -> Table:
+    t = Table(title=f"as compute capability {run.capability} ({run.arch}), on an {run.gpu}", title_justify="left")
+    for column in ("experiment", "kernel", "", "cases", "why"):
+        t.add_column(column, overflow="fold")
+    for name, kernels in run.experiments.items():
+        for kernel, o in kernels.items():
+            t.add_row(name, kernel, MARK[o.status], str(o.cases) if o.status == "verified" else "", escape(o.why))
+            name = ""
+    return t
