@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..declare.experiment import Experiment, Kernel
+
 # The architectures the notebook claims, oldest first: one of each family a reader may have
 # (Turing, Ampere's data-centre and consumer parts, Ada, Hopper, Blackwell's two). Compiled in CI.
 ARCHITECTURES = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
@@ -113,3 +115,51 @@ def needs_of(source: Path) -> Needs:
 def shared_per_block(cc: tuple[int, int]) -> int | None:
     """The shared memory a block of a GPU of compute capability ``cc`` may have, where known."""
     return SHARED_PER_BLOCK.get(tuple(cc))
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a run compiles for and judges its kernels by: the GPU at hand (``sm_90``), or an
+    older architecture run on it (``compute_86``: its PTX, which the driver compiles for the GPU,
+    and no more shared memory a block than that architecture gives)."""
+
+    capability: tuple[int, int]
+    arch: str
+    max_shared: int
+
+    @property
+    def emulated(self) -> bool:
+        return self.arch.startswith("compute_")
+
+    @classmethod
+    def of(cls, real: tuple[int, int], real_shared: int, emulate: tuple[int, int] | None = None) -> Target:
+        if emulate is None:
+            return cls(tuple(real), arch_of(real), real_shared)
+        if tuple(emulate) > tuple(real):
+            raise BadNeeds("cannot run as compute capability {}.{} on a GPU of {}.{}: its PTX needs a GPU "
+                           "at least as new".format(*emulate, *real))
+        return cls(tuple(emulate), "compute_{}{}".format(*emulate),
+                   min(real_shared, shared_per_block(emulate) or real_shared))
+
+
+def unavailable_kernels(exp: Experiment, folder: Path, target: Target) -> dict[str, dict]:
+    """The kernels of ``exp`` that ``target`` cannot run, by name, each with the fields of its
+    rows: skipped, unavailable, and why: a CUDA kernel whose
+    ``needs:`` line it does not meet; an emulated architecture, a Python-DSL kernel (Triton and
+    cuTile compile for the GPU they run on, never as another)."""
+    out = {}
+    for k in exp.kernels:
+        why = None
+        if isinstance(k, Kernel):
+            try:
+                why = needs_of(folder / k.source).unmet(target.capability)
+            except BadNeeds as e:
+                raise BadNeeds(f"{k.source}: {e}") from None
+            except OSError:  # no such file: nvcc says so, by name
+                pass
+        elif target.emulated:
+            why = f"{k.source} compiles for the GPU it runs on: it cannot run as compute capability " \
+                  "{}.{}".format(*target.capability)
+        if why:
+            out[k.name] = {"status": "skipped", "unavailable": True, "error": why}
+    return out

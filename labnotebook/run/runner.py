@@ -25,7 +25,7 @@ from .device import open_context
 from .host_code import CaseError, host_call, load_module, module_installed
 from .launch import CudaLaunch, cuda_launch
 from .measure import CaseSetup, Runnable, measure, runnable_row, verify
-from .needs import BadNeeds, needs_of, shared_per_block
+from .needs import BadNeeds, Target, unavailable_kernels
 from .protocol.timing import GpuTimer
 
 
@@ -37,10 +37,7 @@ class Runner:
     """Holds the context, the compiled kernels and the timer for one experiment's run.
     ``with_baselines`` False runs the kernels alone; ``only`` names the kernels and baselines to
     run (all when None); ``gpu_checks`` False keeps every check on the CPU (under a sanitizer,
-    whose report must hold our kernels alone). ``emulate`` (a compute capability no newer than
-    this GPU's) runs the kernels as a GPU of that architecture would: each kernel's PTX for it,
-    compiled by the driver for this GPU, within that architecture's shared memory a block and
-    its features (a kernel that needs newer ones is unavailable)."""
+    whose report must hold our kernels alone); ``emulate``: as an older GPU would (``needs.Target``)."""
 
     def __init__(self, exp: Experiment, folder: Path, root: Path, log: Callable[[str], None],
                  cubin_cache: Path | None = None, *, with_baselines: bool = True, only: set[str] | None = None,
@@ -50,19 +47,13 @@ class Runner:
         self.with_baselines, self.only, self.gpu_checks = with_baselines, only, gpu_checks
         self.cuda, self.device, self.context = open_context()
         self.timer = GpuTimer(self.cuda, self.device)
-        real = self.device.compute_capability()
-        self.max_shared = self.device.get_attribute(self.cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-        self.emulate = tuple(emulate) if emulate else None
-        if self.emulate and self.emulate > real:
-            raise ExperimentError(f"cannot run as compute capability {emulate[0]}.{emulate[1]} on a GPU of "
-                                  f"{real[0]}.{real[1]}: its PTX needs a GPU at least as new")
-        major, minor = self.emulate or real
-        self.arch = f"compute_{major}{minor}" if self.emulate else f"sm_{major}{minor}"
-        self.capability = (major, minor)
-        if self.emulate:
-            self.max_shared = min(self.max_shared, shared_per_block(self.emulate) or self.max_shared)
-        # The kernels this GPU cannot run, by name: the fields of each of their rows.
-        self.blocked: dict[str, dict] = {}
+        try:
+            target = Target.of(self.device.compute_capability(), self.device.get_attribute(
+                self.cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN), emulate)
+            self.blocked = unavailable_kernels(exp, folder, target)  # by name: their rows' fields
+        except BadNeeds as e:
+            raise ExperimentError(str(e)) from None
+        self.capability, self.arch, self.max_shared = target.capability, target.arch, target.max_shared
         self.functions: dict[str, object] = {}
         self.modules: dict[str, object] = {}
         self.kernel_info: dict[str, KernelInfo] = {}
@@ -95,10 +86,9 @@ class Runner:
 
     def _compile(self, build_dir: Path) -> None:
         self.build_dir = build_dir
-        # Nothing to compile where nothing can run (too old a GPU for this experiment, or for a
-        # kernel's ``needs:``): nvcc would fail for an architecture the code was never meant for.
+        # Not what cannot run here (nvcc would fail for an architecture the code was never meant for).
         cuda_kernels = [k for k in self.exp.kernels if isinstance(k, Kernel) and not self.unavailable
-                        and not self.cannot_run(k)]
+                        and k.name not in self.blocked]
         with ThreadPoolExecutor(max(1, min(8, len(cuda_kernels)))) as pool:
             compiled = list(pool.map(lambda k: compile_cubin(self.folder / k.source, build_dir, self.arch,
                                                              k.nvcc_options, self.root, self.cubin_cache),
@@ -108,11 +98,8 @@ class Runner:
             if isinstance(k, PythonKernel):
                 self.kernel_info[k.name] = KernelInfo(k.source, k.function, "python",
                                                       expected_failure=k.expected_failure)
-                if self.emulate:  # Triton and cuTile compile for the GPU they run on, never as another
-                    self.blocked[k.name] = {"status": "skipped", "unavailable": True,
-                                            "error": f"{k.source} compiles for the GPU it runs on: it cannot "
-                                                     "run as compute capability {}.{}".format(*self.emulate)}
-                elif not self.unavailable and not self.missing(k.requires) and (self.only is None or k.name in self.only):
+                runs_here = not (k.name in self.blocked or self.unavailable or self.missing(k.requires))
+                if runs_here and (self.only is None or k.name in self.only):
                     self.modules[k.name] = load_module(self.folder / k.source,
                                                        f"notebook_snippets.{self.exp.name}.{k.name}")
                 continue
@@ -129,18 +116,6 @@ class Runner:
             res = c.resources.get(k.function)  # none from PTX: the driver compiles it
             self.kernel_info[k.name] = KernelInfo(k.source, k.function, "cuda", target(self.arch, k.nvcc_options)[0],
                                                   Resources(**res) if res else None, k.expected_failure)
-
-    def cannot_run(self, k: Kernel) -> bool:
-        """Whether this GPU lacks what ``k``'s ``needs:`` line asks for; if so, why is kept for its rows."""
-        try:
-            unmet = needs_of(self.folder / k.source).unmet(self.capability)
-        except BadNeeds as e:
-            raise ExperimentError(f"{k.source}: {e}") from None
-        except OSError:  # no such file: nvcc says so, by name
-            return False
-        if unmet:
-            self.blocked[k.name] = {"status": "skipped", "unavailable": True, "error": unmet}
-        return bool(unmet)
 
     # -- what runs ---------------------------------------------------------------------------
     def runnables(self) -> list[Runnable]:
