@@ -1,5 +1,7 @@
-"""Every kernel compiles with nvcc for sm_90, and a kernel that does not says where and why."""
+"""Every kernel compiles with nvcc for sm_90, and for every other architecture its ``needs:`` line
+claims (``pytest -m archs``, which .ci/run runs); a kernel that does not says where and why."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,7 @@ from labnotebook.declare.discover import experiment_folders, load
 from labnotebook.run import compile as compiler
 from labnotebook.run.compile import compile_cubin, parse_ptxas, target
 from labnotebook.declare.experiment import Kernel
+from labnotebook.run.needs import ARCHITECTURES, Needs, capability, needs_of
 
 from conftest import FAULTS, ROOT
 
@@ -126,3 +129,66 @@ ptxas info    : Function properties for k
 ptxas info    : Used 40 registers, used 1 barriers, 4096 bytes smem, 380 bytes cmem[0]"""
     assert parse_ptxas(report) == {"k": {"stack_bytes": 16, "spill_store_bytes": 8,
                                           "spill_load_bytes": 4, "registers": 40, "smem_bytes": 4096}}
+
+
+# -- every architecture a kernel claims -------------------------------------------------------------
+# sm_90 (and a kernel's own sm_90a) is compiled above, in every run of the suite; the rest of the
+# matrix, about 160 s of nvcc on two cores, only where asked for (.ci/run does).
+CLAIMED = [(source, arch) for source in KERNELS for arch in needs_of(source).claims() if arch not in ("sm_90", "sm_90a")]
+# Each kernel whose needs: line asks for more than the oldest architecture, with the one below it.
+BELOW = {source: ARCHITECTURES[ARCHITECTURES.index(needs_of(source).arch) - 1]
+         for source in KERNELS if not needs_of(source).exact and needs_of(source).arch != ARCHITECTURES[0]}
+
+
+def named(source: Path) -> str:
+    return source.relative_to(ROOT / "snippets").as_posix()
+
+
+@pytest.fixture(scope="module")
+def arch_cache(cubin_cache):
+    """Where the matrix keeps its cubins: ``NOTEBOOK_CUBIN_CACHE`` where set (.ci/run keeps one
+    between its runs, keyed as every cubin is on nvcc, the flags, the file and what it includes,
+    so an edit compiles again), else the run's own."""
+    shared = os.environ.get("NOTEBOOK_CUBIN_CACHE")
+    return Path(shared) if shared else cubin_cache
+
+
+@pytest.mark.archs
+@pytest.mark.parametrize("source, arch", CLAIMED, ids=[f"{named(s)}-{a}" for s, a in CLAIMED])
+def test_every_kernel_builds_for_every_architecture_it_claims(source: Path, arch: str, nvcc, arch_cache, tmp_path):
+    needs = needs_of(source)
+    try:
+        compile_cubin(source, tmp_path, arch, declared_options().get(source, ()), ROOT, arch_cache, line_info=False)
+    except CompileError as e:
+        said = f"its needs: line says {needs.arch}" if needs != Needs() else \
+            f"it has no needs: line, so it claims every architecture from {ARCHITECTURES[0]}"
+        pytest.fail(f"{named(source)} does not build for {arch} ({said}): {e}")
+
+
+@pytest.mark.archs
+@pytest.mark.parametrize("source", sorted(BELOW), ids=[named(s) for s in sorted(BELOW)])
+def test_a_kernel_needs_what_its_needs_line_says(source: Path, nvcc, arch_cache, tmp_path):
+    """A needs: line is no guess: the kernel does not build one architecture below it (else readers
+    with that GPU would be told it is unavailable for nothing)."""
+    below = BELOW[source]
+    with pytest.raises(CompileError):
+        compile_cubin(source, tmp_path, below, declared_options().get(source, ()), ROOT, arch_cache, line_info=False)
+
+
+def test_a_kernel_built_for_one_architecture_alone_says_so():
+    """A kernel compiled for ``sm_90a`` (its own ``-arch=``) declares ``needs: sm_90a``, and one that
+    declares it is compiled for it: the engine runs it on that architecture alone."""
+    for source, options in declared_options().items():
+        own, needs = target("sm_90", options)[0], needs_of(source)
+        if needs.exact or own != "sm_90":  # the GPU's own architecture, unless either names another
+            assert own == needs.arch, f"{named(source)} is compiled for {own} but its needs: line says {needs.arch}"
+        assert capability(needs.arch) <= capability("sm_90"), f"{named(source)}: the notebook's GPUs cannot run it"
+
+
+def test_the_ladders_claim_what_their_rungs_need():
+    """What the pages and the architecture mode rely on: softmax's rungs from 9 need clusters or
+    the TMA, the mma.sync rungs Ampere, wgmma Hopper alone; every other kernel runs from Turing on."""
+    by_name = {named(s): needs_of(s).arch for s in KERNELS}
+    assert by_name["softmax/9_cluster.cu"] == "sm_90" and by_name["attention/5_flash2.cu"] == "sm_80"
+    assert by_name["matmul_fp16/5_warp_specialized.cu"] == by_name["attention/6_wgmma.cu"] == "sm_90a"
+    assert sum(arch == ARCHITECTURES[0] for arch in by_name.values()) >= 25
