@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import NoGPUError, NotebookError
@@ -80,6 +81,10 @@ def main_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true",
                    help="list every result that is stale, failed or missing, with the file that changed and the "
                         "command that fixes it; exit 1 if one is on the reference GPU (no GPU needed)")
+    p.add_argument("--validate", nargs="+", type=Path, metavar="PATH",
+                   help="check results files (or every one in these folders) before they are committed: their "
+                        "format, every row verified or declared, their key against the sources here, complete "
+                        "provenance, no physically impossible figure; exit 1 if one is refused (no GPU)")
     p.add_argument("--rekey", action="store_true",
                    help="bring the keys of fresh results up to date (a CUDA edit that left the machine code as it "
                         "was, or an older keying rule); writes nothing else, needs nvcc but no GPU")
@@ -124,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.check:
             return check(root, store)
+        if args.validate:
+            return validate_results(root, args.validate)
         if args.rekey:
             return rekey_results(root, store)
         folders = experiment_folders(root / "snippets")
@@ -243,6 +250,20 @@ def check(root: Path, store: Store) -> int:
                   + (f", {notes} draft result(s) not yet made" if notes else "")
                   + ("" if errors else ": every result on the reference GPU is fresh"), markup=False)
     return 1 if errors else 0
+
+
+def validate_results(root: Path, paths: list[Path]) -> int:
+    from ..results.validate import validate
+
+    refused = passed = 0
+    for path in paths:
+        ok, refusals = validate(path, root)
+        passed += len(ok)
+        for r in refusals:
+            console.print(f"✗ {escape(r.path)}: {escape(r.why)}")
+        refused += len({r.path for r in refusals})
+    console.print(f"{passed} file(s) pass, {refused} refused")
+    return 1 if refused else 0
 
 
 def rekey_results(root: Path, store: Store) -> int:

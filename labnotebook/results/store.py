@@ -113,14 +113,14 @@ def _gpu_of(path: Path) -> str:
             return data["gpu"]
         return Record.from_json(data, path.as_posix()).gpu  # not ours: refused, with why
     except ResultsError:
-        return _named(path)[0]
+        return parse_name(path)[0]
 
 
 def _suffix(part: Part, failure: bool) -> str:
     return PASSES[part].suffix + (".failure" if failure else "") + ".json"
 
 
-def _named(path: Path) -> tuple[str, Part, bool]:
+def parse_name(path: Path) -> tuple[str, Part, bool]:
     """What a results file's name says: its GPU's slug, its pass, and whether it is a failure record."""
     stem = path.name.removesuffix(".json")
     failure = stem.endswith(".failure")
@@ -172,7 +172,7 @@ class Store:
         """The GPUs that have main-pass results for ``experiment`` (or, with ``failures``, only a
         failure record), by their full names; a file that cannot be read is named by its GPU slug."""
         d = self.folder / experiment
-        failed = [p for p in d.glob("*.json") if _named(p)[1:] == ("main", True)] if failures and d.exists() else []
+        failed = [p for p in d.glob("*.json") if parse_name(p)[1:] == ("main", True)] if failures and d.exists() else []
         return sorted({_gpu_of(p) for p in self._files(experiment) + sorted(failed)})
 
     def experiments(self) -> list[str]:
@@ -189,4 +189,4 @@ class Store:
         d = self.folder / experiment
         if not d.exists():
             return []
-        return sorted(p for p in d.glob("*.json") if _named(p)[1:] == (part, False))
+        return sorted(p for p in d.glob("*.json") if parse_name(p)[1:] == (part, False))
