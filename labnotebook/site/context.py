@@ -34,9 +34,12 @@ class Context:
 
     results: Results
     gpu: str  # the reference GPU: pages show its results unless a macro names another
-    gpus: list[str]  # every GPU a side-by-side table or the dashboard shows, in order
+    gpus: list[str]  # the GPUs the prose speaks of (``extra.notebook.gpus``): claims are checked on each
     warn: Callable[[str], None]  # a problem on a published page: fails --strict
     info: Callable[[str], None] = lambda message: None  # the same on a draft page
+    # Every GPU a side-by-side table, the dashboard and the GPU pages show: ``gpus``, then every
+    # other GPU with results (a reader's, say), by name.
+    shown: list[str] = field(default_factory=list)
     page: str = "?"  # the page's path under docs/
     draft: bool = False  # the page's front matter says ``draft: true``
     drafts: frozenset[str] = frozenset()  # experiments whose entry page is a draft
@@ -48,6 +51,10 @@ class Context:
         """Point the context at the page about to be rendered."""
         self.page, self.draft = page, draft
         return self
+
+    def to(self, page: str) -> str:
+        """A link to ``page`` (a path under docs/) from the page being rendered."""
+        return "../" * self.page.count("/") + page
 
     @property
     def call(self) -> str:
@@ -73,6 +80,16 @@ class Context:
             return False
         stored = view.large if problem.part == "large" and view.large is not None else view.stored
         return stored.state in ("stale", "missing")
+
+    def __post_init__(self):
+        self.shown = self.shown or list(self.gpus)
+
+    def measured(self) -> list[str]:
+        """The GPUs shown whose copy ceiling and FMA rate are on record: the ones the prose speaks
+        of (missing there, a marker says so) and every other that has them."""
+        from ..results.store import CEILINGS
+
+        return [g for g in self.shown if g in self.gpus or self.view(CEILINGS, g, note=False).record is not None]
 
     @property
     def published(self) -> list[str]:

@@ -90,7 +90,7 @@ def lines(ctx: Context) -> list[Line]:
             if not _timed_at(exp, name, case):
                 continue
             cells, pcts, undrawn = {}, {}, {}
-            for gpu in ctx.gpus:
+            for gpu in ctx.shown:
                 figure, versus, pcts[gpu], why = _cell(ctx, experiment, gpu, name, case, baseline)
                 cells[gpu] = (figure, versus)
                 if why:
@@ -117,34 +117,39 @@ def _limiter(ctx: Context, experiment: str, exp: Experiment, name: str, case: st
     return profile_tables.limiter(profile.main) + elsewhere
 
 
-def dashboard_table(ctx: Context, rows: list[Line]) -> str:
+def dashboard_table(ctx: Context, rows: list[Line], gpus: list[str] | None = None) -> str:
     """A row per line. Its first column, pinned on a phone while the table scrolls, names the row
-    and its entry; each GPU's figures follow it, so the key figure is in view without scrolling."""
+    and its entry; each GPU's figures follow it (of ``gpus``, every one shown where None), so the
+    key figure is in view without scrolling; then, where the reference GPU is among them, what
+    limits the row there."""
+    gpus = gpus or ctx.shown
+    limiter = ctx.gpu in gpus
     head = ["kernel or baseline · entry"]
-    for g in ctx.gpus:
+    for g in gpus:
         head += [f"{short(g)}: throughput (% of copy)", f"{short(g)}: against the entry's baseline"]
-    head += ["case", f"limiter on the {short(ctx.gpu)} (Nsight Compute)"]
+    head += ["case"] + ([f"limiter on the {short(ctx.gpu)} (Nsight Compute)"] if limiter else [])
     lines = []
     for line in rows:
-        cells = [f"{line.label} · [{line.experiment}]({line.experiment}.md)" if line.name else
-                 f"[{line.experiment}]({line.experiment}.md) {line.label}"]
-        for g in ctx.gpus:
+        entry = f"[{line.experiment}]({ctx.to(line.experiment + '.md')})"
+        cells = [f"{line.label} · {entry}" if line.name else f"{entry} {line.label}"]
+        for g in gpus:
             cells += list(line.cells.get(g, ("", "")))
-        lines.append(cells + [cell(fmt.case(line.case)), line.limiter])
+        lines.append(cells + [cell(fmt.case(line.case))] + ([line.limiter] if limiter else []))
     return table(head, lines)
 
 
-def execution_summary(ctx: Context) -> str:
-    """Like sphinx-gallery's computation times: each experiment's last run on each GPU."""
+def execution_summary(ctx: Context, gpus: list[str] | None = None) -> str:
+    """Like sphinx-gallery's computation times: each experiment's last run on each GPU (of
+    ``gpus``; every one shown where None)."""
     head = ["experiment", "GPU", "date", "commit", "refresh", "state", "rows", "compute-sanitizer"]
     lines = []
     for experiment in ctx.published:
-        for g in ctx.gpus:
+        for g in gpus or ctx.shown:
             v = ctx.view(experiment, g, note=False)
             problem = v.problem()
             state = v.state if problem is None else marker(ctx, problem)
             record = v.record
-            link = f"[{experiment}]({experiment}.md)"
+            link = f"[{experiment}]({ctx.to(experiment + '.md')})"
             if record is None:
                 lines.append([link, cell(g), "–", "–", "–", state, "–", "–"])
                 continue
@@ -169,14 +174,14 @@ def refresh_cost(ctx: Context) -> str:
     from ..results.store import CEILINGS
 
     out = []
-    for g in ctx.gpus:
+    for g in ctx.shown:
         stored = {name: ctx.view(name, g, note=False).record for name in [CEILINGS, *ctx.published]}
         records = [(n, r) for n, r in stored.items() if r is not None and r.wall_s is not None]
         if not records:
             out.append(f"**{cell(g)}**: no results file records its refresh time yet (format 5 and later do).\n")
             continue
         phases = [p for p in REFRESH_PHASES if any(p in r.phases_s for _, r in records)]
-        lines = [[n if n == CEILINGS else f"[{n}]({n}.md)", f"**{fmt.sig(r.wall_s, 3)}**",
+        lines = [[n if n == CEILINGS else f"[{n}]({ctx.to(n + '.md')})", f"**{fmt.sig(r.wall_s, 3)}**",
                   *[fmt.sig(r.phases_s[p], 2) if p in r.phases_s else "–" for p in phases]] for n, r in records]
         total = sum(r.wall_s for _, r in records)
         lines.append(["**sum**", f"**{fmt.sig(total, 3)}**",
@@ -211,7 +216,7 @@ def large_pass_cost(ctx: Context, gpu: str) -> str:
 def results_provenance(ctx: Context) -> str:
     """Per GPU, the dates and commits of the runs the site's published numbers come from."""
     lines = []
-    for g in ctx.gpus:
+    for g in ctx.shown:
         records = [ctx.view(e, g, note=False).record for e in ctx.published]
         records = [r for r in records if r is not None and r.provenance]
         commits = sorted({r.provenance.git_commit[:10] for r in records if r.provenance.git_commit})

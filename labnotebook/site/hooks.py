@@ -6,6 +6,7 @@
 - Titles show powers as superscripts (``2^28`` -> ``2²⁸``) in the page, the nav and search,
   and every entry gets its byline from its front matter.
 - The experiments' source files are copied into the site, so pages can link the files that ran.
+- Every GPU with results gets a page of its own (``gpu_pages.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from labnotebook.results.audit import load_error
 from labnotebook.errors import NotebookError
 from labnotebook.declare.discover import experiment_folders
 from labnotebook.results.freshness import CurrentKeys
-from labnotebook.site import frontmatter, notebook
+from labnotebook import settings
+from labnotebook.site import frontmatter, gpu_pages, notebook
 from labnotebook.site.fmt import superscripts
 
 # mkdocs-macros reports its own set-up (modules, functions, variables found) in seven INFO lines
@@ -30,6 +32,18 @@ from labnotebook.site.fmt import superscripts
 # shows the set-up too.
 if not logging.getLogger("mkdocs").isEnabledFor(logging.DEBUG):
     logging.getLogger("mkdocs.plugins.mkdocs_macros").setLevel(logging.WARNING)
+
+
+def _gpu_pages_only(record: logging.LogRecord) -> bool:
+    """MkDocs lists the pages its nav config leaves out before ``on_nav`` has put the GPU pages in
+    it: a list of those alone is dropped, any other page still named."""
+    message = record.getMessage()
+    listed = [line.strip()[2:] for line in message.splitlines()[1:]]
+    return not (message.startswith("The following pages exist in the docs directory, but are not included")
+                and listed and all(p.startswith(f"{gpu_pages.FOLDER}/") for p in listed))
+
+
+logging.getLogger("mkdocs.structure.nav").addFilter(_gpu_pages_only)
 
 
 def _root(config) -> Path:
@@ -49,9 +63,15 @@ def on_files(files, config):
             folder = notebook.executed(Path(f.abs_src_path), f.src_uri, _root(config), keys)
             files.remove(f)
             files.append(File(f.src_uri, str(folder), config.site_dir, config.use_directory_urls))
+        gpu_pages.add(files, config, gpu_pages.every_gpu(_root(config), keys, settings.of(config).gpus))
     except NotebookError as e:
         raise PluginError(str(e)) from None
     return files
+
+
+def on_nav(nav, config, files):
+    gpu_pages.in_nav(nav, files)
+    return nav
 
 
 def on_page_markdown(markdown, page, config, files):

@@ -18,8 +18,8 @@ from .. import settings
 from ..results import metrics, noise
 from ..declare.experiment import Kernel
 from ..results.rows import CHECKED
-from ..results.store import CEILINGS
-from . import claims, dashboard as board, entry_sources, fmt, frontmatter, plots, profile_tables, tables
+from ..results.store import CEILINGS, gpu_slug as ctx_slug
+from . import claims, dashboard as board, entry_sources, fmt, frontmatter, plots, portability, profile_tables, tables
 from .claims import Side
 from .context import MACROS, Context, macro
 from .roofline import rooflines
@@ -75,8 +75,8 @@ def end_to_end(ctx, experiment, kernel, cpu, cases, gpu=None):
 
 @macro("block")
 def gpu_table(ctx, experiment, case, kernels, gpus=None):
-    """One case on every GPU of ``extra.notebook.gpus`` (or those named), side by side."""
-    views = [ctx.view(experiment, g) for g in gpus or ctx.gpus]
+    """One case on every GPU with results (or those named), side by side."""
+    views = [ctx.view(experiment, g) for g in gpus or ctx.shown]
     return tables.gpu_table(views, case, kernels, ctx.note) + "\n"
 
 
@@ -89,7 +89,7 @@ def phase_table(ctx, experiment, case, gpu=None):
 @macro("block")
 def gpu_facts(ctx):
     """Each GPU's properties as its driver reported them in the last run (the ceiling runs)."""
-    return tables.gpu_facts([ctx.view(CEILINGS, g).require() for g in ctx.gpus]) + "\n"
+    return tables.gpu_facts([ctx.view(CEILINGS, g).require() for g in ctx.measured()]) + "\n"
 
 
 @macro("block")
@@ -179,11 +179,47 @@ def dashboard(ctx):
 
 
 @macro("block")
+def architectures(ctx):
+    """Every published entry's kernels as each older architecture runs them (``build_results.py
+    --arch``): a sentence per run, then an entry per row and an architecture per column."""
+    runs = portability.runs_of(ctx)
+    return portability.summary(runs) + "\n\n" + portability.matrix(ctx, runs) + "\n"
+
+
+@macro("inline")
+def shared_memory_walls(ctx):
+    """The kernels an older architecture cannot run, at some cases or all, for want of shared memory."""
+    return portability.shared_memory_walls(ctx, portability.runs_of(ctx))
+
+
+@macro("block")
+def gpu_page(ctx, gpu):
+    """A GPU's own page (``gpu_pages.py``): what it is, every entry at its headline case on it,
+    and its runs, all from its results files."""
+    if gpu == ctx.gpu:
+        said = "It is the notebook's reference GPU: the entries' pages show its results, and the build fails where they are not fresh."
+    elif gpu in ctx.gpus:
+        said = "The entries show it beside the reference GPU, and check their claims on it."
+    else:
+        spoken = " and the ".join(tables.short(g) for g in ctx.gpus)
+        said = (f"The entries show it beside the others. Their prose speaks of the {spoken}, and their claims "
+                "are checked on those alone; this page and the tables beside them are this GPU's own figures.")
+    ceilings = ctx.view(CEILINGS, gpu, note=False).record
+    facts = tables.gpu_facts([ceilings]) if ceilings is not None else (
+        f"No copy ceiling on record: its results came without `results/ceilings/{ctx_slug(gpu)}.json`, "
+        "so no figure here is given as a share of it.")
+    return (f"Every figure on this page was measured on an {fmt.cell(gpu)} by `build_results.py`. {said}\n\n"
+            f"## What it is\n\n{facts}\n\n## Every entry at its headline case\n\n"
+            f'<div class="nb-dashboard" markdown>\n\n{board.dashboard_table(ctx, board.lines(ctx), [gpu])}\n\n</div>\n\n'
+            f"## Its runs\n\n{board.execution_summary(ctx, [gpu])}\n")
+
+
+@macro("block")
 def ceiling_chart(ctx):
     """Each headline row's bandwidth as a share of its GPU's copy bandwidth."""
     lines = board.lines(ctx)
     entries = [(f"{line.experiment} · {line.name}", line.pcts) for line in lines if any(line.pcts.values())]
-    return plots.figure(plots.ceiling_chart(entries, ctx.gpus)) + plots.undrawn(
+    return plots.figure(plots.ceiling_chart(entries, ctx.shown)) + plots.undrawn(
         [(f"{line.experiment} · {line.name}", gpu, why) for line in lines for gpu, why in line.undrawn.items()])
 
 
@@ -381,8 +417,9 @@ def define_env(env) -> None:
     except frontmatter.FrontMatterError:
         pages = []  # the hooks report it, in one line, before any page renders
     drafts = frozenset(Path(p.path).stem for p in pages if p.entry and p.draft)
-    ctx = Context(Results(config_file.parent), notebook.gpu, list(notebook.gpus), warn=log.warning, info=log.info,
-                  drafts=drafts)
+    results = Results(config_file.parent)
+    ctx = Context(results, notebook.gpu, list(notebook.gpus), warn=log.warning, info=log.info, drafts=drafts,
+                  shown=[*notebook.gpus, *(g for g in results.gpus() if g not in notebook.gpus)])
 
     def bind(fn):
         @functools.wraps(fn)

@@ -16,7 +16,7 @@ from .views import Problem, run_command
 def rooflines(ctx: Context, tensor=None) -> str:
     """Every GPU's roofline, as the ``roofline`` macro (``macros.py``) describes it."""
     charts = []
-    for gpu in ctx.gpus:
+    for gpu in ctx.measured():
         roofs_record = ctx.view(CEILINGS, gpu).require()
         fma, copy = metrics.fma_tflops(roofs_record), metrics.ceiling_gbs(roofs_record)
         if fma is None or copy is None:

@@ -1,0 +1,84 @@
+"""Which kernels run on which architecture: the ``architectures`` macro, from the runs of
+``build_results.py --arch`` (``results/architectures/``), as a reader with an older GPU asks it."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ..results import architectures
+from ..results.architectures import ArchitectureRun
+from . import fmt
+from .fmt import cell
+from .tables import table
+from .views import Problem
+
+# What a reader may have of each architecture.
+FAMILIES = {"7.5": "Turing: T4, RTX 20", "8.0": "Ampere: A100", "8.6": "Ampere: RTX 30, A10",
+            "8.7": "Ampere: Jetson Orin", "8.9": "Ada: RTX 40, L4", "9.0": "Hopper: H100, H200",
+            "10.0": "Blackwell: B200", "12.0": "Blackwell: RTX 50"}
+SHOWN = {"verified": "verified", "xfail": "fail as declared", "unavailable": "unavailable", "failed": "failed"}
+
+
+def runs_of(ctx) -> list[ArchitectureRun]:
+    runs = architectures.read_all(ctx.results.root / "results")
+    if not runs:
+        raise Problem("missing", "no architecture run on record: on a GPU, `python build_results.py --arch 7.5 8.0 "
+                                 "8.6 8.9` writes results/architectures/")
+    return runs
+
+
+def summary(runs: list[ArchitectureRun]) -> str:
+    """One sentence per run: what it ran on and what came of it, counted from the file."""
+    out = []
+    for run in runs:
+        counts = Counter(o.status for kernels in run.experiments.values() for o in kernels.values())
+        said = ", ".join(f"{counts[s]} {SHOWN[s]}" for s in SHOWN if counts[s])
+        commit = f" at commit `{run.commit[:10]}`" if run.commit else ""
+        out.append(f"- **{run.capability}** ({FAMILIES.get(run.capability, 'compute capability ' + run.capability)}): "
+                   f"run on an {cell(run.gpu)} on {run.date[:10]}{commit}; {said}.")
+    return "\n".join(out)
+
+
+def matrix(ctx, runs: list[ArchitectureRun]) -> str:
+    """An entry per row, an architecture per column: how many of its kernels verified there, and
+    how many it could not run, each reason in the cell's hover and in the list under the table."""
+    head = ["entry", *(f"{r.capability} ({FAMILIES.get(r.capability, '')})" for r in runs)]
+    lines, reasons = [], []
+    for experiment in ctx.published:
+        row = [f"[{experiment}]({ctx.to(experiment + '.md')})"]
+        for run in runs:
+            kernels = run.experiments.get(experiment)
+            if kernels is None:
+                row.append("– not run")
+                continue
+            parts = []
+            for status in SHOWN:
+                names = [k for k, o in kernels.items() if o.status == status]
+                if not names:
+                    continue
+                why = "; ".join(f"{k}: {kernels[k].why}" for k in names if kernels[k].why)
+                text = f"{len(names)} {SHOWN[status]}"
+                parts.append(f'<abbr title="{cell(why)}">{text}</abbr>' if why else text)
+                if status in ("unavailable", "failed"):
+                    reasons += [f"`{experiment}/{k}` as {run.capability}: {fmt.cell(kernels[k].why)}" for k in names]
+            row.append(" · ".join(parts))
+        lines.append(row)
+    listed = "\n".join(f"    - {r}" for r in reasons)
+    details = f'\n\n??? note "Why each kernel that did not run could not"\n\n{listed}\n' if reasons else ""
+    return table(head, lines) + details
+
+
+def shared_memory_walls(ctx, runs: list[ArchitectureRun]) -> str:
+    """The kernels an architecture could not run, at some cases or all, for want of shared memory
+    a block, each with the architectures: the evidence for what the page says of them. None
+    left makes it a Problem: the sentence it backs would no longer hold."""
+    walls: dict[str, list[str]] = {}
+    for run in runs:
+        for experiment in ctx.published:
+            for kernel, o in run.experiments.get(experiment, {}).items():
+                if "bytes of shared memory a block" in o.why:
+                    where = o.why.split(":")[0] if o.status == "verified" else "every case it takes"
+                    walls.setdefault(f"`{experiment}/{kernel}` ({where})", []).append(run.capability)
+    if not walls:
+        raise Problem("contradicted", "no kernel is unavailable on an older architecture for want of shared memory")
+    return "; ".join(f"{k} as {' and '.join(ccs)}" for k, ccs in walls.items())
