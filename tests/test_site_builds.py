@@ -183,6 +183,39 @@ def test_stale_or_missing_results_on_another_gpu_are_marked_and_fail_nothing(tmp
     assert "⚠" in strict.text("dashboard").split(" 1_copy · stale ")[1][:200]
 
 
+THIRD = "NVIDIA GeForce RTX 4090"
+
+
+def with_a_third_gpu(root, experiments=("fresh", "ceilings")):
+    """The H200's records of ``experiments`` filed again as a reader's RTX 4090's, as its results
+    files would arrive (a GPU no page names)."""
+    store = Store(root / "results")
+    for name in experiments:
+        r = store.read(name, H200)
+        r.gpu = THIRD
+        r.provenance = dataclasses.replace(r.provenance, gpu=THIRD, compute_capability="8.9")
+        store.write(r)
+
+
+def test_a_third_gpu_gets_a_page_and_a_column_and_the_reference_stays_strict(tmp_path):
+    root = fixture_project(tmp_path / "a", states=("fresh", "missing"), on=H200)
+    with_a_third_gpu(root)
+    built = build(root, strict=True)
+    assert built.ok, built.warnings  # its missing results elsewhere are marked, not failed
+    page = built.text("gpus/nvidia-geforce-rtx-4090")
+    assert f"measured on an {THIRD}" in page and "claims are checked on those alone" in page
+    assert "1_copy · fresh" in page and "8.0 compute capability" not in page
+    assert f'href="gpus/nvidia-geforce-rtx-4090/"' in built.html("index")  # in the nav, under GPUs
+    assert "RTX 4090: throughput (% of copy)" in built.text("dashboard")
+    h200 = built.text("gpus/nvidia-h200")
+    assert "limiter on the" not in h200 and "limiter on the" in built.text("gpus/nvidia-h100-80gb-hbm3")
+    # The reference GPU's strictness is the same with a third GPU present.
+    stale = fixture_project(tmp_path / "b", states=("fresh", "stale"))
+    with_a_third_gpu(stale)
+    strict = build(stale, strict=True)
+    assert not strict.ok and strict.warned("stale.md: ") and not strict.warned("gpus/nvidia-geforce-rtx-4090.md")
+
+
 @pytest.mark.parametrize("state", ["failed_headline", "corrupt"])
 def test_a_failed_or_unreadable_result_on_another_gpu_still_fails_strict(tmp_path, state):
     root = fixture_project(tmp_path, states=("fresh", state), on=H200)

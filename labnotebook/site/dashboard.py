@@ -73,8 +73,10 @@ def _cell(ctx: Context, experiment: str, gpu: str, name: str, case: str,
     return figure, versus, pct, None
 
 
-def lines(ctx: Context) -> list[Line]:
-    """Every declared kernel and baseline of every entry at its headline case, on every GPU."""
+def lines(ctx: Context, gpus: list[str] | None = None) -> list[Line]:
+    """Every declared kernel and baseline of every entry at its headline case, on every GPU shown
+    (or of ``gpus``); what limits it on the reference GPU, where that is among them."""
+    gpus = gpus or ctx.shown
     out = []
     for experiment in ctx.published:
         try:
@@ -90,13 +92,13 @@ def lines(ctx: Context) -> list[Line]:
             if not _timed_at(exp, name, case):
                 continue
             cells, pcts, undrawn = {}, {}, {}
-            for gpu in ctx.shown:
+            for gpu in gpus:
                 figure, versus, pcts[gpu], why = _cell(ctx, experiment, gpu, name, case, baseline)
                 cells[gpu] = (figure, versus)
                 if why:
                     undrawn[gpu] = why
-            out.append(Line(experiment, name, _label(exp, name), case, cells, pcts,
-                            _limiter(ctx, experiment, exp, name, case), undrawn))
+            limiter = _limiter(ctx, experiment, exp, name, case) if ctx.gpu in gpus else ""
+            out.append(Line(experiment, name, _label(exp, name), case, cells, pcts, limiter, undrawn))
     return out
 
 

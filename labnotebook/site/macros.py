@@ -210,7 +210,7 @@ def gpu_page(ctx, gpu):
         "so no figure here is given as a share of it.")
     return (f"Every figure on this page was measured on an {fmt.cell(gpu)} by `build_results.py`. {said}\n\n"
             f"## What it is\n\n{facts}\n\n## Every entry at its headline case\n\n"
-            f'<div class="nb-dashboard" markdown>\n\n{board.dashboard_table(ctx, board.lines(ctx), [gpu])}\n\n</div>\n\n'
+            f'<div class="nb-dashboard" markdown>\n\n{board.dashboard_table(ctx, board.lines(ctx, [gpu]), [gpu])}\n\n</div>\n\n'
             f"## Its runs\n\n{board.execution_summary(ctx, [gpu])}\n")
 
 

@@ -6,6 +6,8 @@ shown as failed in its cell *and* noted, so the macro around the table marks it 
 
 from __future__ import annotations
 
+import itertools
+import re
 from typing import Callable
 
 from ..results import metrics, noise
@@ -20,8 +22,12 @@ STATUS_WORDS = {"failed": "✗ failed", "xfail": "✗ expected failure", "skippe
 
 
 def short(gpu: str) -> str:
-    """``NVIDIA H100 80GB HBM3`` -> ``H100``, for column headings."""
-    return gpu.removeprefix("NVIDIA ").split()[0]
+    """``NVIDIA H100 80GB HBM3`` -> ``H100``, ``NVIDIA GeForce RTX 4090`` -> ``RTX 4090``, for
+    column headings: the model, without the maker, the brand, the memory or the form factor."""
+    words = re.split(r"[ -]+", gpu.removeprefix("NVIDIA ").strip()) or [gpu]
+    words = words[1:] if words[0] in ("GeForce", "Tesla", "Quadro") and len(words) > 1 else words
+    model = list(itertools.takewhile(lambda w: not re.search(r"\dGB|HBM|PCIe|SXM|NVL", w), words))
+    return " ".join(model) or words[0]
 
 
 def label(row: Row) -> str:
@@ -351,5 +357,10 @@ def gpu_facts(records: list[Record]) -> str:
         ("read on", lambda p, r: p.date[:10]),
         ("commit", lambda p, r: f"`{p.git_commit[:10]}`" if p.git_commit else "–"),
     ]
+    def shown(get, r: Record) -> str:  # a fact an older or a reader's file does not hold: a dash
+        try:
+            return get(r.provenance, r)
+        except (TypeError, AttributeError, ZeroDivisionError):
+            return "–"
     return table(["", *(cell(r.gpu) for r in records)],
-                 [[name, *(get(r.provenance, r) for r in records)] for name, get in facts])
+                 [[name, *(shown(get, r) for r in records)] for name, get in facts])
