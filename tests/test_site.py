@@ -474,7 +474,10 @@ def test_every_macro_is_handed_to_mkdocs_macros():
     bound to a context: a macro left out of the registry would be undefined on every page."""
     from labnotebook.site.context import MACROS
 
-    marked = {name: fn for name, fn in vars(macros).items() if callable(fn) and hasattr(fn, "kind")}
+    from labnotebook.site import gpu_pages, portability
+
+    marked = {name: fn for module in (macros, gpu_pages, portability) for name, fn in vars(module).items()
+              if callable(fn) and hasattr(fn, "kind")}
     exposed = {}
 
     class Env:

@@ -11,17 +11,24 @@ from mkdocs.structure.files import File, Files
 from mkdocs.structure.nav import Navigation, Section
 
 from ..results.freshness import CurrentKeys
-from ..results.store import Store, gpu_slug
+from ..results.store import CEILINGS, Store, gpu_slug
+from . import dashboard as board, fmt, tables
+from .context import macro
 
 FOLDER = "gpus"
 TITLE = "GPUs"
 
 
 def every_gpu(root: Path, keys: CurrentKeys, configured: tuple[str, ...]) -> list[str]:
-    """The GPUs the prose speaks of, then every other with results, by name."""
+    """The GPUs the prose speaks of, then every other with results, by name; one a page, so not
+    the slug a file that cannot be read is listed by where its GPU's name is known."""
     store = Store(root / "results")
     found = sorted({g for name in keys.names() for g in store.gpus(name)})
-    return [*configured, *(g for g in found if g not in configured)]
+    out = list(configured)
+    for g in found:
+        if gpu_slug(g) not in {gpu_slug(o) for o in out}:
+            out.append(g)
+    return out
 
 
 def source(gpu: str) -> str:
@@ -58,3 +65,27 @@ def _pages(items):
             yield from _pages(item.children)
         elif getattr(item, "is_page", False):
             yield item
+
+
+@macro("block")
+def gpu_page(ctx, gpu):
+    """A GPU's own page: what it is, every entry at its headline case on it, and its runs, all
+    from its results files."""
+    if gpu == ctx.gpu:
+        said = ("It is the notebook's reference GPU: the entries' pages show its results, and the build fails "
+                "where they are not fresh.")
+    elif gpu in ctx.gpus:
+        said = "The entries show it beside the reference GPU, and check their claims on it."
+    else:
+        spoken = " and the ".join(tables.short(g) for g in ctx.gpus)
+        said = (f"The entries show it beside the others. Their prose speaks of the {spoken}, and their claims "
+                "are checked on those alone; this page and the tables beside them are this GPU's own figures.")
+    ceilings = ctx.view(CEILINGS, gpu, note=False).record
+    facts = tables.gpu_facts([ceilings]) if ceilings is not None else (
+        f"No copy ceiling on record: its results came without `results/ceilings/{gpu_slug(gpu)}.json`, "
+        "so no figure here is given as a share of it.")
+    headline = board.dashboard_table(ctx, board.lines(ctx, [gpu]), [gpu])
+    return (f"Every figure on this page was measured on an {fmt.cell(gpu)} by `build_results.py`. {said}\n\n"
+            f"## What it is\n\n{facts}\n\n## Every entry at its headline case\n\n"
+            f'<div class="nb-dashboard" markdown>\n\n{headline}\n\n</div>\n\n'
+            f"## Its runs\n\n{board.execution_summary(ctx, [gpu])}\n")

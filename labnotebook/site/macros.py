@@ -18,8 +18,9 @@ from .. import settings
 from ..results import metrics, noise
 from ..declare.experiment import Kernel
 from ..results.rows import CHECKED
-from ..results.store import CEILINGS, gpu_slug as ctx_slug
-from . import claims, dashboard as board, entry_sources, fmt, frontmatter, plots, portability, profile_tables, tables
+from ..results.store import CEILINGS
+from . import claims, dashboard as board, entry_sources, fmt, frontmatter, plots, profile_tables, tables
+from . import gpu_pages, portability  # noqa: F401 - and their macros: the GPU pages, the architectures
 from .claims import Side
 from .context import MACROS, Context, macro
 from .roofline import rooflines
@@ -176,42 +177,6 @@ def dashboard(ctx):
     """Every entry's kernels and baselines at its declared headline case, on every GPU, compared
     with its declared baseline; a marker in every cell that has no trustworthy number."""
     return f'<div class="nb-dashboard" markdown>\n\n{board.dashboard_table(ctx, board.lines(ctx))}\n\n</div>\n'
-
-
-@macro("block")
-def architectures(ctx):
-    """Every published entry's kernels as each older architecture runs them (``build_results.py
-    --arch``): a sentence per run, then an entry per row and an architecture per column."""
-    runs = portability.runs_of(ctx)
-    return portability.summary(runs) + "\n\n" + portability.matrix(ctx, runs) + "\n"
-
-
-@macro("inline")
-def shared_memory_walls(ctx):
-    """The kernels an older architecture cannot run, at some cases or all, for want of shared memory."""
-    return portability.shared_memory_walls(ctx, portability.runs_of(ctx))
-
-
-@macro("block")
-def gpu_page(ctx, gpu):
-    """A GPU's own page (``gpu_pages.py``): what it is, every entry at its headline case on it,
-    and its runs, all from its results files."""
-    if gpu == ctx.gpu:
-        said = "It is the notebook's reference GPU: the entries' pages show its results, and the build fails where they are not fresh."
-    elif gpu in ctx.gpus:
-        said = "The entries show it beside the reference GPU, and check their claims on it."
-    else:
-        spoken = " and the ".join(tables.short(g) for g in ctx.gpus)
-        said = (f"The entries show it beside the others. Their prose speaks of the {spoken}, and their claims "
-                "are checked on those alone; this page and the tables beside them are this GPU's own figures.")
-    ceilings = ctx.view(CEILINGS, gpu, note=False).record
-    facts = tables.gpu_facts([ceilings]) if ceilings is not None else (
-        f"No copy ceiling on record: its results came without `results/ceilings/{ctx_slug(gpu)}.json`, "
-        "so no figure here is given as a share of it.")
-    return (f"Every figure on this page was measured on an {fmt.cell(gpu)} by `build_results.py`. {said}\n\n"
-            f"## What it is\n\n{facts}\n\n## Every entry at its headline case\n\n"
-            f'<div class="nb-dashboard" markdown>\n\n{board.dashboard_table(ctx, board.lines(ctx, [gpu]), [gpu])}\n\n</div>\n\n'
-            f"## Its runs\n\n{board.execution_summary(ctx, [gpu])}\n")
 
 
 @macro("block")
@@ -419,7 +384,7 @@ def define_env(env) -> None:
     drafts = frozenset(Path(p.path).stem for p in pages if p.entry and p.draft)
     results = Results(config_file.parent)
     ctx = Context(results, notebook.gpu, list(notebook.gpus), warn=log.warning, info=log.info, drafts=drafts,
-                  shown=[*notebook.gpus, *(g for g in results.gpus() if g not in notebook.gpus)])
+                  shown=gpu_pages.every_gpu(config_file.parent, results.keys, notebook.gpus))
 
     def bind(fn):
         @functools.wraps(fn)

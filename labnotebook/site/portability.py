@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..results import architectures
+from ..results import architectures as arch_runs
 from ..results.architectures import ArchitectureRun
 from . import fmt
+from .context import macro
 from .fmt import cell
 from .tables import table
 from .views import Problem
@@ -19,8 +20,33 @@ FAMILIES = {"7.5": "Turing: T4, RTX 20", "8.0": "Ampere: A100", "8.6": "Ampere: 
 SHOWN = {"verified": "verified", "xfail": "fail as declared", "unavailable": "unavailable", "failed": "failed"}
 
 
+@macro("block")
+def architectures(ctx):
+    """Every published entry's kernels as each older architecture runs them (``build_results.py
+    --arch``): a sentence per run, then an entry per row and an architecture per column."""
+    runs = runs_of(ctx)
+    return summary(runs) + "\n\n" + matrix(ctx, runs) + "\n"
+
+
+@macro("inline")
+def shared_memory_walls(ctx):
+    """The kernels an older architecture cannot run, at some cases or all, for want of shared
+    memory a block, each with the architectures: the evidence for what the page says of them.
+    None left makes it a Problem: the sentence it backs would no longer hold."""
+    walls: dict[str, list[str]] = {}
+    for run in runs_of(ctx):
+        for experiment in ctx.published:
+            for kernel, o in run.experiments.get(experiment, {}).items():
+                if "bytes of shared memory a block" in o.why:
+                    where = o.why.split(":")[0] if o.status == "verified" else "every case it takes"
+                    walls.setdefault(f"`{experiment}/{kernel}` ({where})", []).append(run.capability)
+    if not walls:
+        raise Problem("contradicted", "no kernel is unavailable on an older architecture for want of shared memory")
+    return "; ".join(f"{k} as {' and '.join(ccs)}" for k, ccs in walls.items())
+
+
 def runs_of(ctx) -> list[ArchitectureRun]:
-    runs = architectures.read_all(ctx.results.root / "results")
+    runs = arch_runs.read_all(ctx.results.root / "results")
     if not runs:
         raise Problem("missing", "no architecture run on record: on a GPU, `python build_results.py --arch 7.5 8.0 "
                                  "8.6 8.9` writes results/architectures/")
@@ -67,18 +93,3 @@ def matrix(ctx, runs: list[ArchitectureRun]) -> str:
     details = f'\n\n??? note "Why each kernel that did not run could not"\n\n{listed}\n' if reasons else ""
     return table(head, lines) + details
 
-
-def shared_memory_walls(ctx, runs: list[ArchitectureRun]) -> str:
-    """The kernels an architecture could not run, at some cases or all, for want of shared memory
-    a block, each with the architectures: the evidence for what the page says of them. None
-    left makes it a Problem: the sentence it backs would no longer hold."""
-    walls: dict[str, list[str]] = {}
-    for run in runs:
-        for experiment in ctx.published:
-            for kernel, o in run.experiments.get(experiment, {}).items():
-                if "bytes of shared memory a block" in o.why:
-                    where = o.why.split(":")[0] if o.status == "verified" else "every case it takes"
-                    walls.setdefault(f"`{experiment}/{kernel}` ({where})", []).append(run.capability)
-    if not walls:
-        raise Problem("contradicted", "no kernel is unavailable on an older architecture for want of shared memory")
-    return "; ".join(f"{k} as {' and '.join(ccs)}" for k, ccs in walls.items())

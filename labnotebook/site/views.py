@@ -225,10 +225,6 @@ class Results:
                 raise Problem("error", str(e), experiment) from e
         return self._declarations[experiment]
 
-    def gpus(self) -> list[str]:
-        """Every GPU with results of an experiment, or ceilings, by name."""
-        return sorted({g for name in self.keys.names() for g in self.store.gpus(name)})
-
     def view(self, experiment: str, gpu: str) -> View:
         if experiment not in self.keys:
             raise Problem("absent", f"no experiment named {experiment!r} in snippets/ "
