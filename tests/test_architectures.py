@@ -89,3 +89,32 @@ def test_an_architecture_the_gpu_cannot_run_is_refused(tmp_path, given, message)
     proc = run_cli("--arch", *given, root=project, env=fake_env())
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert not (project / "results" / "architectures").exists()
+
+
+def test_the_gpu_page_s_table_counts_each_architecture_s_kernels_and_names_why_not(tmp_path):
+    """The architectures' table and the sentence it backs (``site/portability.py``), from the files."""
+    from types import SimpleNamespace
+
+    from labnotebook.site import portability
+    from labnotebook.site.views import Problem
+
+    def run(cc, why):
+        return architectures.ArchitectureRun(cc, "NVIDIA Fake GPU", "2026-11-27T00:00:00+00:00", "abc", {"portable": {
+            "1_add": architectures.Outcome("verified", 2),
+            "3_big_shared": architectures.Outcome("unavailable", 0, why) if why else architectures.Outcome("verified", 2),
+            "5_drops_last": architectures.Outcome("failed", 0, "one: wrong answer")}})
+    for r in (run("8.6", "needs 102400 bytes of shared memory a block; this GPU gives a block at most 101376"),
+              run("8.0", "")):
+        architectures.write(tmp_path / "results", r)
+    ctx = SimpleNamespace(published=["portable"], results=SimpleNamespace(root=tmp_path), to=lambda p: p)
+    runs = portability.runs_of(ctx)
+    assert [r.capability for r in runs] == ["8.0", "8.6"]
+    assert "**8.6** (Ampere: RTX 30, A10): run on an NVIDIA Fake GPU on 2026-11-27 at commit `abc`; 1 verified, " \
+           "1 unavailable, 1 failed." in portability.summary(runs)
+    table = portability.matrix(ctx, runs)
+    assert "| 2\u00a0verified · <abbr title=\"5&#95;drops&#95;last: one: wrong answer\">1\u00a0failed</abbr> |" in table
+    assert "`portable/3_big_shared` as 8.6: needs 102400 bytes" in table
+    assert portability.shared_memory_walls.__wrapped__(ctx) == "`portable/3_big_shared` (every case it takes) as 8.6"
+    architectures.write(tmp_path / "results", run("8.6", "needs compute capability 9.0 or newer"))
+    with pytest.raises(Problem, match="for want of shared memory"):  # the page's sentence would no longer hold
+        portability.shared_memory_walls.__wrapped__(ctx)

@@ -17,7 +17,7 @@ from .views import Problem
 FAMILIES = {"7.5": "Turing: T4, RTX 20", "8.0": "Ampere: A100", "8.6": "Ampere: RTX 30, A10",
             "8.7": "Ampere: Jetson Orin", "8.9": "Ada: RTX 40, L4", "9.0": "Hopper: H100, H200",
             "10.0": "Blackwell: B200", "12.0": "Blackwell: RTX 50"}
-SHOWN = {"verified": "verified", "xfail": "fail as declared", "unavailable": "unavailable", "failed": "failed"}
+SHOWN = {"verified": "verified", "xfail": "fail\u00a0as\u00a0declared", "unavailable": "unavailable", "failed": "failed"}
 
 
 @macro("block")
@@ -83,7 +83,7 @@ def matrix(ctx, runs: list[ArchitectureRun]) -> str:
                 if not names:
                     continue
                 why = "; ".join(f"{k}: {kernels[k].why}" for k in names if kernels[k].why)
-                text = f"{len(names)} {SHOWN[status]}"
+                text = f"{len(names)}\u00a0{SHOWN[status]}"  # a count and its word on one line
                 parts.append(f'<abbr title="{cell(why)}">{text}</abbr>' if why else text)
                 if status in ("unavailable", "failed"):
                     reasons += [f"`{experiment}/{k}` as {run.capability}: {fmt.cell(kernels[k].why)}" for k in names]
