@@ -513,3 +513,14 @@ def test_drafts_are_the_pages_whose_front_matter_says_so(tmp_path):
                        ("d", "---\n[broken\n---\n"), ("e", "---\n- a list\n---\n")):
         (tmp_path / "docs" / f"{name}.md").write_text(text)
     assert settings.drafts(tmp_path) == {"a"}
+
+
+def test_the_site_s_modules_import_without_mkdocs():
+    """The GPU suite's machines have no MkDocs, and its tests import the site's macros (the
+    analysis notebook reads them too): MkDocs is imported only where a build calls in."""
+    import subprocess
+    import sys
+
+    code = "import sys; sys.modules['mkdocs'] = None; import labnotebook.site.macros, labnotebook.site.notebook"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr

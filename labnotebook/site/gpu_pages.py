@@ -7,9 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mkdocs.structure.files import File, Files
-from mkdocs.structure.nav import Navigation, Section
-
 from ..results.freshness import CurrentKeys
 from ..results.store import CEILINGS, Store, gpu_slug
 from . import dashboard as board, fmt, tables
@@ -36,13 +33,21 @@ def source(gpu: str) -> str:
             f"{{{{ gpu_page({json.dumps(gpu)}) }}}}\n")
 
 
-def add(files: Files, config, gpus: list[str]) -> None:
+# MkDocs is imported where a build calls in (hooks.py): the macros, which import this module
+# for theirs, are read without it too (the GPU tests' machines have none).
+
+def add(files, config, gpus: list[str]) -> None:
+    """A generated page of ``files`` for each of ``gpus``."""
+    from mkdocs.structure.files import File
+
     for gpu in gpus:
         files.append(File.generated(config, f"{FOLDER}/{gpu_slug(gpu)}.md", content=source(gpu)))
 
 
-def in_nav(nav: Navigation, files: Files) -> None:
+def in_nav(nav, files) -> None:
     """The GPU pages as a section of the nav, after the dashboard (or last, where it has none)."""
+    from mkdocs.structure.nav import Section
+
     pages = [f.page for f in files.documentation_pages() if f.src_uri.startswith(f"{FOLDER}/") and f.page]
     if not pages:
         return
@@ -61,7 +66,7 @@ def in_nav(nav: Navigation, files: Files) -> None:
 
 def _pages(items):
     for item in items:
-        if isinstance(item, Section):
+        if getattr(item, "is_section", False):
             yield from _pages(item.children)
         elif getattr(item, "is_page", False):
             yield item
