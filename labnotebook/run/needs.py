@@ -143,10 +143,10 @@ class Target:
 
 
 def unavailable_kernels(exp: Experiment, folder: Path, target: Target) -> dict[str, dict]:
-    """The kernels of ``exp`` that ``target`` cannot run, by name, each with the fields of its
-    rows: skipped, unavailable, and why: a CUDA kernel whose
-    ``needs:`` line it does not meet; an emulated architecture, a Python-DSL kernel (Triton and
-    cuTile compile for the GPU they run on, never as another)."""
+    """The kernels of ``exp`` that ``target`` cannot run, by name, each with the fields of its rows
+    (skipped, unavailable, and why): a CUDA kernel whose ``needs:`` line it does not meet and, on
+    an emulated architecture, a Python-DSL kernel (Triton and cuTile compile for the GPU they run
+    on, never as another)."""
     out = {}
     for k in exp.kernels:
         why = None
