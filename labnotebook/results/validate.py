@@ -15,9 +15,9 @@ only once it passes, each check with its reason where it does not:
   here, as ``--check`` judges it (machine code where only CUDA files changed);
 - **nothing physically impossible**: no bandwidth above the run's own copy ceiling by more than
   ``CACHE_MARGIN`` (the L2 is flushed before every timed run: none of the committed results
-  comes within 3% of it), and no rate above the GPU's dense tensor-core peak
-  (``DENSE_FLOPS_PER_SM_CLOCK`` at its maximum clock): a kernel launched over part of its input
-  (one block for 1024 rows) is fast and wrong, and, if the check let it through, would be both.
+  exceeds it by more than a few percent), and no rate above the GPU's dense tensor-core peak
+  (``DENSE_FLOPS_PER_SM_CLOCK`` at its maximum clock). A figure past either is the mark of a run
+  that did less work than it counted (one block launched for 1024 rows), whatever its rows say.
 
 An architecture run (``architectures/<sm_XY>.json``) is checked for its format and that no kernel
 failed.
