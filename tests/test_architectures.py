@@ -48,8 +48,8 @@ def test_the_architecture_mode_runs_what_each_architecture_can_and_says_why_not_
     runs = {r.capability: r for r in architectures.read_all(project / "results")}
     assert sorted(runs) == ["8.0", "8.6"]
     for cc, run in runs.items():
-        kernels = run.experiments["portable"]
-        assert run.gpu == "NVIDIA Fake GPU" and run.date
+        kernels = run.experiments["portable"].kernels
+        assert run.gpu == "NVIDIA Fake GPU" and run.experiments["portable"].date
         assert kernels["1_add"] == architectures.Outcome("verified", 2)  # both edge cases, and nothing timed
         assert kernels["2_cluster"].status == "unavailable"
         assert kernels["2_cluster"].why == f"needs compute capability 9.0 or newer: thread-block clusters; this GPU is {cc}"
@@ -57,8 +57,8 @@ def test_the_architecture_mode_runs_what_each_architecture_can_and_says_why_not_
         assert kernels["5_drops_last"].status == "failed" and "wrong answer" in kernels["5_drops_last"].why
         assert run.failed() == [f"portable: 5_drops_last: {kernels['5_drops_last'].why}"]
     # 100 KiB a block: an A100 gives 163, an RTX 3090 99.
-    assert runs["8.0"].experiments["portable"]["3_big_shared"].status == "verified"
-    assert runs["8.6"].experiments["portable"]["3_big_shared"] == architectures.Outcome(
+    assert runs["8.0"].experiments["portable"].kernels["3_big_shared"].status == "verified"
+    assert runs["8.6"].experiments["portable"].kernels["3_big_shared"] == architectures.Outcome(
         "unavailable", 0, "needs 102400 bytes of shared memory a block; this GPU gives a block at most 101376")
     assert "as compute capability 8.6 (sm_86)" in proc.stdout and "wrote results/architectures/sm_86.json" in proc.stdout
 
@@ -75,12 +75,14 @@ def test_a_later_run_of_some_experiments_keeps_the_others(emulated, tmp_path):
     project, _ = emulated
     path = project / "results" / "architectures" / "sm_86.json"
     data = json.loads(path.read_text())
-    data["experiments"]["elsewhere"] = {"1_k": {"status": "verified", "cases": 3, "why": ""}}
+    data["experiments"]["elsewhere"] = {"date": "2026-11-26T00:00:00+00:00", "commit": "abc",
+                                        "kernels": {"1_k": {"status": "verified", "cases": 3, "why": ""}}}
     path.write_text(json.dumps(data))
     proc = run_cli("--arch", "8.6", "--only", "portable", root=project, env=fake_env())
     assert proc.returncode == 1
     run = architectures.read_all(project / "results")[-1]
     assert sorted(run.experiments) == ["elsewhere", "portable"]
+    assert run.experiments["elsewhere"].date.startswith("2026-11-26")  # kept as it ran, with its own date
 
 
 @pytest.mark.parametrize("given, message", [(["9.5"], "this GPU is 9.0"), (["eight"], "compute capabilities such as")])
@@ -99,10 +101,11 @@ def test_the_gpu_page_s_table_counts_each_architecture_s_kernels_and_names_why_n
     from labnotebook.site.views import Problem
 
     def run(cc, why):
-        return architectures.ArchitectureRun(cc, "NVIDIA Fake GPU", "2026-11-27T00:00:00+00:00", "abc", {"portable": {
-            "1_add": architectures.Outcome("verified", 2),
-            "3_big_shared": architectures.Outcome("unavailable", 0, why) if why else architectures.Outcome("verified", 2),
-            "5_drops_last": architectures.Outcome("failed", 0, "one: wrong answer")}})
+        return architectures.ArchitectureRun(cc, "NVIDIA Fake GPU", {"portable": architectures.EntryRun(
+            "2026-11-27T00:00:00+00:00", "abc", {
+                "1_add": architectures.Outcome("verified", 2),
+                "3_big_shared": architectures.Outcome("unavailable", 0, why) if why else architectures.Outcome("verified", 2),
+                "5_drops_last": architectures.Outcome("failed", 0, "one: wrong answer")})})
     for r in (run("8.6", "needs 102400 bytes of shared memory a block; this GPU gives a block at most 101376"),
               run("8.0", "")):
         architectures.write(tmp_path / "results", r)

@@ -103,7 +103,7 @@ def test_a_failed_architecture_run_and_a_corrupt_file_are_refused(tmp_path):
     folder = tmp_path / "results" / "architectures"
     folder.mkdir(parents=True)
     data = json.loads((RESULTS / "architectures" / "sm_86.json").read_text())
-    data["experiments"]["vec_add"]["1_add"] = {"status": "failed", "cases": 0, "why": "one: wrong answer"}
+    data["experiments"]["vec_add"]["kernels"]["1_add"] = {"status": "failed", "cases": 0, "why": "one: wrong answer"}
     (folder / "sm_86.json").write_text(json.dumps(data))
     (tmp_path / "results" / "vec_add").mkdir()
     (tmp_path / "results" / "vec_add" / f"{H100}.json").write_text('{"format": 12, "rows": [')

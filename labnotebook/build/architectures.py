@@ -10,6 +10,7 @@ result. Exits 1 where any kernel failed.
 
 from __future__ import annotations
 
+import datetime
 import re
 from pathlib import Path
 
@@ -20,9 +21,9 @@ from rich.table import Table
 from ..declare.discover import load
 from ..errors import NotebookError
 from ..results import architectures
-from ..results.architectures import ArchitectureRun, Outcome
+from ..results.architectures import ArchitectureRun, EntryRun, Outcome
 from ..results.machine import CACHE as CUBIN_CACHE
-from ..run.device import compute_capability_from_smi
+from ..run.device import compute_capability_from_smi, git_commit
 from .policy import judge
 from .processes import Processes
 from .workers import Workers
@@ -42,8 +43,9 @@ def capabilities(given: list[str], gpu: int) -> list[str]:
     return list(dict.fromkeys(given))
 
 
-def run(root: Path, console: Console, given: list[str], selected: dict[str, Path], gpu: int) -> int:
-    """Run ``selected`` as each architecture of ``given`` on GPU ``gpu``; write and show each."""
+def run(root: Path, console: Console, given: list[str], selected: dict[str, Path], gpu: int, name: str) -> int:
+    """Run ``selected`` as each architecture of ``given`` on GPU ``gpu`` (of model ``name``); write
+    and show each."""
     results = root / "results"
     processes = Processes()
     (root / CUBIN_CACHE).mkdir(parents=True, exist_ok=True)
@@ -51,7 +53,7 @@ def run(root: Path, console: Console, given: list[str], selected: dict[str, Path
     failed = False
     try:
         for cc in capabilities(given, gpu):
-            done = _run_one(workers, cc, selected, gpu, results)
+            done = _run_one(workers, cc, selected, gpu, name, results)
             console.print(table(done))
             console.print(f"wrote {architectures.path(results, cc).relative_to(root).as_posix()}")
             failed |= bool(done.failed())
@@ -61,29 +63,28 @@ def run(root: Path, console: Console, given: list[str], selected: dict[str, Path
     return 1 if failed else 0
 
 
-def _run_one(workers: Workers, cc: str, selected: dict[str, Path], gpu: int, results: Path) -> ArchitectureRun:
-    """One architecture's run, over the last one's experiments where ``selected`` leaves some out."""
+def _run_one(workers: Workers, cc: str, selected: dict[str, Path], gpu: int, name: str,
+             results: Path) -> ArchitectureRun:
+    """One architecture's run, over the last one's experiments (on the same GPU model) where
+    ``selected`` leaves some out: each keeps the date and commit it ran at."""
     try:
         last = {r.capability: r for r in architectures.read_all(results)}.get(cc)
     except NotebookError:  # unreadable: replaced whole
         last = None
-    done: ArchitectureRun | None = None
-    runs: dict[str, dict[str, Outcome]] = {}
-    for name, folder in selected.items():
+    runs: dict[str, EntryRun] = {}
+    for experiment, folder in selected.items():
         exp = load(folder)
-        workers.console.print(escape(f"{name} as compute capability {cc}"))
-        record, error = workers.run(name, gpu, ["--emulate", cc], time_limit=exp.time_limit_s)
-        if record is None:
-            runs[name] = {k.name: Outcome("failed", 0, error or "no record") for k in exp.kernels}
+        workers.console.print(escape(f"{experiment} as compute capability {cc}"))
+        started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        record, error = workers.run(experiment, gpu, ["--emulate", cc], time_limit=exp.time_limit_s)
+        if record is None or record.provenance is None:
+            runs[experiment] = EntryRun(started, git_commit(workers.root), {
+                k.name: Outcome("failed", 0, error or "no provenance") for k in exp.kernels})
             continue
-        runs[name] = architectures.outcomes(judge(exp, record))
         p = record.provenance
-        done = done or ArchitectureRun(cc, record.gpu, p.date if p else "", p.git_commit if p else None)
-    if done is None:
-        raise NotebookError(f"no experiment ran as {cc}: " + "; ".join(
-            o.why for ks in runs.values() for o in list(ks.values())[:1]))
-    kept = {n: ks for n, ks in (last.experiments.items() if last and last.gpu == done.gpu else ()) if n not in runs}
-    done.experiments = dict(sorted({**kept, **runs}.items()))
+        runs[experiment] = EntryRun(p.date, p.git_commit, architectures.outcomes(judge(exp, record)))
+    kept = {n: r for n, r in (last.experiments.items() if last and last.gpu == name else ()) if n not in runs}
+    done = ArchitectureRun(cc, name, dict(sorted({**kept, **runs}.items())))
     architectures.write(results, done)
     return done
 
@@ -92,8 +93,8 @@ def table(run: ArchitectureRun) -> Table:
     t = Table(title=f"as compute capability {run.capability} ({run.arch}), on an {run.gpu}", title_justify="left")
     for column in ("experiment", "kernel", "", "cases", "why"):
         t.add_column(column, overflow="fold")
-    for name, kernels in run.experiments.items():
-        for kernel, o in kernels.items():
+    for name, entry in run.experiments.items():
+        for kernel, o in entry.kernels.items():
             t.add_row(name, kernel, MARK[o.status], str(o.cases) if o.status == "verified" else "", escape(o.why))
             name = ""
     return t

@@ -161,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.arch:
             from .architectures import run as run_architectures
 
-            _, gpus = require_gpus(args.gpus)
-            return run_architectures(root, console, args.arch, selected, gpus[0])
+            name, gpus = require_gpus(args.gpus)
+            return run_architectures(root, console, args.arch, selected, gpus[0], name)
         if (args.kernel or args.case) and len(selected) != 1:
             raise NotebookError("--kernel and --case need one experiment: add --only NAME")
         dry_run, part = bool(args.dry_run or args.kernel or args.case), LARGE if args.large else MAIN

@@ -36,22 +36,30 @@ class Outcome:
     why: str = ""
 
 
+@dataclass(frozen=True)
+class EntryRun:
+    """One experiment's kernels as the architecture ran them: when, at which commit, and each
+    kernel's outcome (a later run of some experiments keeps the others' as they were)."""
+
+    date: str
+    commit: str | None
+    kernels: dict[str, Outcome]
+
+
 @dataclass
 class ArchitectureRun:
     """Every experiment's kernels, run as compute capability ``capability`` on ``gpu``."""
 
     capability: str  # "8.6"
     gpu: str  # the GPU it ran on
-    date: str
-    commit: str | None
-    experiments: dict[str, dict[str, Outcome]] = field(default_factory=dict)  # experiment -> kernel -> outcome
+    experiments: dict[str, EntryRun] = field(default_factory=dict)
 
     @property
     def arch(self) -> str:
         return "sm_" + self.capability.replace(".", "")
 
     def failed(self) -> list[str]:
-        return [f"{e}: {k}: {o.why}" for e, ks in self.experiments.items() for k, o in ks.items()
+        return [f"{e}: {k}: {o.why}" for e, run in self.experiments.items() for k, o in run.kernels.items()
                 if o.status == "failed"]
 
     def to_json(self) -> dict:
@@ -62,9 +70,11 @@ class ArchitectureRun:
         if data.get("format") != FORMAT:
             raise ResultsError(f"{where}: architecture run of format {data.get('format')!r}; this engine reads {FORMAT}")
         try:
-            experiments = {e: {k: Outcome(**o) for k, o in ks.items()} for e, ks in data["experiments"].items()}
-            return cls(data["capability"], data["gpu"], data["date"], data.get("commit"), experiments)
-        except (KeyError, TypeError) as e:
+            experiments = {e: EntryRun(run["date"], run.get("commit"),
+                                       {k: Outcome(**o) for k, o in run["kernels"].items()})
+                           for e, run in data["experiments"].items()}
+            return cls(data["capability"], data["gpu"], experiments)
+        except (KeyError, TypeError, AttributeError) as e:
             raise ResultsError(f"{where}: not an architecture run ({type(e).__name__}: {e})") from None
 
 

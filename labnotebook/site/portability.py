@@ -36,7 +36,8 @@ def shared_memory_walls(ctx):
     walls: dict[str, list[str]] = {}
     for run in runs_of(ctx):
         for experiment in ctx.published:
-            for kernel, o in run.experiments.get(experiment, {}).items():
+            entry = run.experiments.get(experiment)
+            for kernel, o in (entry.kernels.items() if entry else ()):
                 if "bytes of shared memory a block" in o.why:
                     where = o.why.split(":")[0] if o.status == "verified" else "every case it takes"
                     walls.setdefault(f"`{experiment}/{kernel}` ({where})", []).append(run.capability)
@@ -54,14 +55,19 @@ def runs_of(ctx) -> list[ArchitectureRun]:
 
 
 def summary(runs: list[ArchitectureRun]) -> str:
-    """One sentence per run: what it ran on and what came of it, counted from the file."""
+    """One sentence per run: what it ran on, when and at which commits, and what came of it,
+    counted from the file."""
     out = []
     for run in runs:
-        counts = Counter(o.status for kernels in run.experiments.values() for o in kernels.values())
+        entries = run.experiments.values()
+        counts = Counter(o.status for entry in entries for o in entry.kernels.values())
         said = ", ".join(f"{counts[s]} {SHOWN[s]}" for s in SHOWN if counts[s])
-        commit = f" at commit `{run.commit[:10]}`" if run.commit else ""
+        dates = sorted({e.date[:10] for e in entries})
+        commits = sorted({e.commit[:10] for e in entries if e.commit})
+        when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+        at = f" at commit{'s' if len(commits) > 1 else ''} " + ", ".join(f"`{c}`" for c in commits) if commits else ""
         out.append(f"- **{run.capability}** ({FAMILIES.get(run.capability, 'compute capability ' + run.capability)}): "
-                   f"run on an {cell(run.gpu)} on {run.date[:10]}{commit}; {said}.")
+                   f"run on an {cell(run.gpu)} on {when}{at}; {said}.")
     return "\n".join(out)
 
 
@@ -73,10 +79,11 @@ def matrix(ctx, runs: list[ArchitectureRun]) -> str:
     for experiment in ctx.published:
         row = [f"[{experiment}]({ctx.to(experiment + '.md')})"]
         for run in runs:
-            kernels = run.experiments.get(experiment)
-            if kernels is None:
+            entry = run.experiments.get(experiment)
+            if entry is None:
                 row.append("– not run")
                 continue
+            kernels = entry.kernels
             parts = []
             for status in SHOWN:
                 names = [k for k, o in kernels.items() if o.status == status]
