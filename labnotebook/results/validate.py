@@ -25,6 +25,7 @@ failed.
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +114,7 @@ def _provenance(record: Record, root: Path) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=64)  # most files of a tree name one of a few commits
 def _known_commit(commit: str, root: Path) -> bool:
     """Whether git knows ``commit`` here; True where there is no git to ask (a copy of the tree)."""
     try:
