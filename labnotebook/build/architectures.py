@@ -11,7 +11,6 @@ result. Exits 1 where any kernel failed.
 from __future__ import annotations
 
 import datetime
-import re
 from pathlib import Path
 
 from rich.console import Console
@@ -24,6 +23,7 @@ from ..results import architectures
 from ..results.architectures import ArchitectureRun, EntryRun, Outcome
 from ..results.machine import CACHE as CUBIN_CACHE
 from ..run.device import compute_capability_from_smi, git_commit
+from ..run.needs import BadNeeds, parsed
 from .policy import judge
 from .processes import Processes
 from .workers import Workers
@@ -35,9 +35,11 @@ def capabilities(given: list[str], gpu: int) -> list[str]:
     """``given`` checked: each ``X.Y``, none newer than GPU ``gpu`` (whose driver compiles their PTX)."""
     real = compute_capability_from_smi(gpu)
     for cc in given:
-        if not re.fullmatch(r"\d+\.\d", cc):
-            raise NotebookError(f"--arch takes compute capabilities such as 7.5 or 8.6; got {cc!r}")
-        if real and tuple(map(int, cc.split("."))) > real:
+        try:
+            newer = real and parsed(cc) > real
+        except BadNeeds:
+            raise NotebookError(f"--arch takes compute capabilities such as 7.5 or 8.6; got {cc!r}") from None
+        if newer:
             raise NotebookError(f"--arch {cc}: this GPU is {real[0]}.{real[1]}; it runs the PTX of its own "
                                 "architecture or an older one")
     return list(dict.fromkeys(given))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import ResultsError
+from ..run import needs
 from .format import Record
 from .rows import RunRow
 from .store import ARCHITECTURES as FOLDER, read_json, write_json
@@ -56,7 +57,7 @@ class ArchitectureRun:
 
     @property
     def arch(self) -> str:
-        return "sm_" + self.capability.replace(".", "")
+        return needs.arch_of(needs.parsed(self.capability))
 
     def failed(self) -> list[str]:
         return [f"{e}: {k}: {o.why}" for e, run in self.experiments.items() for k, o in run.kernels.items()
@@ -103,7 +104,7 @@ def outcomes(record: Record) -> dict[str, Outcome]:
 
 
 def path(results: Path, capability: str) -> Path:
-    return results / FOLDER / f"sm_{capability.replace('.', '')}.json"
+    return results / FOLDER / f"{needs.arch_of(needs.parsed(capability))}.json"
 
 
 def write(results: Path, run: ArchitectureRun) -> Path:
@@ -115,4 +116,4 @@ def write(results: Path, run: ArchitectureRun) -> Path:
 def read_all(results: Path) -> list[ArchitectureRun]:
     """Every architecture run in ``results``, oldest architecture first."""
     runs = [ArchitectureRun.from_json(read_json(p), p.as_posix()) for p in sorted((results / FOLDER).glob("*.json"))]
-    return sorted(runs, key=lambda r: tuple(int(n) for n in r.capability.split(".")))
+    return sorted(runs, key=lambda r: needs.parsed(r.capability))

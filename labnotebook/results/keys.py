@@ -49,7 +49,8 @@ INCLUDE = "run/include"  # under the package: shared device headers, on every ke
 # Engine modules that carry numbers without deciding them: never keyed, even where imported.
 MECHANICS = frozenset({"run/__init__.py", "run/compile.py", "run/device.py", "run/execute.py", "run/worker.py",
                        "run/ncu_target.py", "run/forkserver.py", "run/runner.py", "run/measure.py", "run/launch.py",
-                       "run/case_arrays.py", "run/reference.py", "run/host_code.py", "run/clock.py"})
+                       "run/case_arrays.py", "run/reference.py", "run/host_code.py", "run/clock.py",
+                       "run/needs.py"})
 # Under the package: where the engine modules an experiment imports may be keyed (the
 # declaration API, and the GPU side's helpers: draws, references, baselines).
 KEYED = ("declare/experiment.py", "run/")

@@ -35,6 +35,7 @@ from elftools.elf.sections import SymbolTableSection
 from ..errors import CompileError
 from .keys import INCLUDE, Key, Sources
 from .format import MachineKey
+from ..run import needs
 from ..run.compile import compile_cubin, nvcc_path
 
 CACHE = ".cache/cubins"  # under the project's root: compiled once per source, flags and nvcc
@@ -60,7 +61,7 @@ def nvcc_build() -> str | None:
 
 def arch_of(compute_capability: str) -> str:
     """``"9.0"`` -> ``"sm_90"``: what the run compiles for."""
-    return "sm_" + compute_capability.replace(".", "")
+    return needs.arch_of(needs.parsed(compute_capability))
 
 
 def _mask(name: bytes) -> bytes:

@@ -35,6 +35,8 @@ from . import architectures, keys, metrics
 from .format import Record
 from .freshness import CurrentKeys, Stored
 from .rows import RunRow
+from ..run import needs
+from ..run.needs import BadNeeds
 from .store import ARCHITECTURES, gpu_slug, parse_name, read_json, read_record
 
 CACHE_MARGIN = 1.5
@@ -143,8 +145,10 @@ def _key(record: Record, current: CurrentKeys) -> list[str]:
 
 def _impossible(record: Record) -> list[str]:
     out, p = [], record.provenance
-    cc = tuple(int(n) for n in (p.compute_capability or "0.0").split(".")) if p else (0, 0)
-    per_clock = DENSE_FLOPS_PER_SM_CLOCK.get(cc, max(DENSE_FLOPS_PER_SM_CLOCK.values()))
+    try:
+        per_clock = DENSE_FLOPS_PER_SM_CLOCK[needs.parsed(p.compute_capability)]
+    except (AttributeError, BadNeeds, KeyError):  # an architecture past the table: the most any has
+        per_clock = max(DENSE_FLOPS_PER_SM_CLOCK.values())
     peak = p.sm_count * p.max_sm_clock_mhz * 1e6 * per_clock / 1e12 if p and p.sm_count and p.max_sm_clock_mhz else None
     for r in record.rows:
         value, unit = metrics.throughput(r)

@@ -53,7 +53,16 @@ def capability(arch: str) -> tuple[int, int]:
     return int(m[1]), int(m[2])
 
 
+def parsed(text: str) -> tuple[int, int]:
+    """``"8.6"``, a compute capability as nvidia-smi, the results and ``--arch`` write it -> ``(8, 6)``."""
+    major, dot, minor = text.partition(".")
+    if not (dot and major.isdigit() and minor.isdigit()):
+        raise BadNeeds(f"{text!r} is not a compute capability (7.5, 8.6, ...)")
+    return int(major), int(minor)
+
+
 def arch_of(cc: tuple[int, int]) -> str:
+    """``(8, 6)`` -> ``"sm_86"``."""
     return f"sm_{cc[0]}{cc[1]}"
 
 

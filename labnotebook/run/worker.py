@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             from ..declare.discover import load
             from ..declare.experiment import Kernel
             from .execute import run_experiment
+            from .needs import parsed
 
             folder = args.root / "snippets" / args.experiment
             exp = load(folder)
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             # leaving them out spares the tools loading torch and its libraries).
             # --large: the large cases alone. The main pass runs them only where --case names one.
             check, large = args.verify_only, args.large
-            emulate = tuple(int(n) for n in args.emulate.split(".")) if args.emulate else None
+            emulate = parsed(args.emulate) if args.emulate else None
             only = _names(args.kernel)
             if check:
                 only = {k.name for k in exp.kernels if isinstance(k, Kernel)} & (only or set(exp.runnable_names()))

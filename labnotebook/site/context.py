@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..results.store import CEILINGS
 from . import markers
 from .views import Problem, Results, View
 
@@ -87,8 +88,6 @@ class Context:
     def measured(self) -> list[str]:
         """The GPUs shown whose copy ceiling and FMA rate are on record: the ones the prose speaks
         of (missing there, a marker says so) and every other that has them."""
-        from ..results.store import CEILINGS
-
         return [g for g in self.shown if g in self.gpus or self.view(CEILINGS, g, note=False).record is not None]
 
     @property
