@@ -164,7 +164,7 @@ def test_older_architectures_run_here_as_their_own_gpus_would(tmp_path, cc):
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
     (run,) = architectures.read_all(project / "results")
     assert run.capability == cc and not run.failed() and run.gpu == gpu_name()
-    softmax, matmul = run.experiments["softmax"], run.experiments["matmul_fp16"]
+    softmax, matmul = run.experiments["softmax"].kernels, run.experiments["matmul_fp16"].kernels
     for rung in ("9_cluster", "10_bulk_copy", "11_on_chip", "12_pipelined"):
         assert softmax[rung].status == "unavailable" and softmax[rung].why.endswith(f"this GPU is {cc}")
     for rung in ("4_wgmma_tma", "5_warp_specialized"):
