@@ -9,6 +9,7 @@
 #include <cooperative_groups.h>
 
 #include "bulk_copy.cuh"
+#include "cluster_push.cuh"
 #include "reduce.cuh"  // MaxSum, and block_pair: a block's pair past one barrier
 
 namespace cg = cooperative_groups;
@@ -21,28 +22,6 @@ namespace cg = cooperative_groups;
 
 __device__ unsigned int next_row;       // rows drawn so far in this launch
 __device__ unsigned int clusters_done;  // clusters that have drawn a row past the last
-
-// The shared-memory address of `p` in block `rank` of the cluster.
-__device__ __forceinline__ unsigned cluster_addr(const void* p, unsigned rank)
-{
-    unsigned r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(smem_addr(p)), "r"(rank));
-    return r;
-}
-
-// Write `v` into block `rank`'s `slot`, completing its bytes on that block's `bar`: the receiver
-// waits on its own mbarrier, and nobody reads another block's shared memory.
-__device__ __forceinline__ void push(MaxSum* slot, uint64_t* bar, unsigned rank, MaxSum v)
-{
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];\n"
-                 ::"r"(cluster_addr(slot, rank)), "f"(v.m), "f"(v.d), "r"(cluster_addr(bar, rank)) : "memory");
-}
-
-__device__ __forceinline__ void push(int* slot, uint64_t* bar, unsigned rank, int v)
-{
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n"
-                 ::"r"(cluster_addr(slot, rank)), "r"(v), "r"(cluster_addr(bar, rank)) : "memory");
-}
 
 // --8<-- [start:kernel]
 extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)

@@ -9,7 +9,11 @@ from labnotebook import (Baseline, Case, Experiment, Headline, Kernel, Launch, P
 from labnotebook.run import draw
 from labnotebook.run.xp import namespace
 
-SWEEP_ELEMENTS = 2**24  # 64 MiB in, 64 MiB out: well past the L2 at every row length
+# 256 MiB in, 256 MiB out at every row length. At a quarter of that, a plain copy of the same
+# bytes ran at 90% of the copy ceiling (a 1 GiB copy) on an H100, against 98% here: the L2's
+# dirty lines from the flush before each repetition are written back during the kernel, and
+# on a short one they weigh as much as the softmax's own difference from a copy.
+SWEEP_ELEMENTS = 2**26
 NUMPY_MAX = 2**28  # the CPU softmax takes tens of seconds beyond this, and the large cases are not timed
 INF, NAN, BIG, TINY, MIN_NORMAL = np.inf, np.nan, np.float32(3.4e38), np.float32(1e-45), np.float32(1.17549435e-38)
 
@@ -170,6 +174,31 @@ def pipelined(case):
     return Launch(grid=(8 * clusters,), block=(1024,), args=arguments, shared_bytes=3 * 16 * cdiv(cdiv(case.cols, 8), 4))
 
 
+RING_THREADS, RING_VEC, RING_MAX_SLOTS = 512, 16, 4  # as in 13_prefetch_ring.cu
+RING_SHARED = 227 * 1024 - 1024  # an H100's or H200's shared memory a block, less the kernel's own arrays
+
+
+def ring_shape(cols):
+    """Rung 13's chunk of a row (float4s a block) and how many of them its shared memory holds."""
+    stride = cdiv(cdiv(cols, 8), 4)
+    return stride, min(RING_MAX_SLOTS, RING_SHARED // (16 * stride))
+
+
+def prefetch_ring(case):
+    arguments = long_aligned_rows(case)
+    if case.cols > 8 * RING_THREADS * RING_VEC * 4:
+        raise Unsupported("a block's eighth of the row must fit in its threads' registers: at most 262144 columns")
+    stride, slots = ring_shape(case.cols)
+    # Persistent clusters, as in rung 12; as many slots as fit, each a chunk of the row.
+    return Launch(grid=(8 * min(case.rows, 16),), block=(RING_THREADS,), args=(*arguments, np.int32(slots)),
+                  shared_bytes=16 * stride * slots)
+
+
+def ring_paths(case):
+    """Rung 13's paths: how many slots its blocks cycle through (one, three or four)."""
+    yield f"a ring of {ring_shape(case.cols)[1]}"
+
+
 # Row lengths where a rung's block changes what it does: warps that hold a row (256 columns),
 # long-row rungs from 2048, block sizes that grow with the row to 8192 and 32768 (rungs 6 and
 # 7), rung 11's shared memory (57344 floats) and registers (24576 more), 131072 at most.
@@ -236,6 +265,8 @@ def numpy_softmax(case, inputs, outputs):
 
 
 HEADLINE = (matrix(8192, 8192), matrix(1024, 32768))
+# 2^26 floats shaped as rows of 32 to 262144; its 8192 x 8192 is the first headline case.
+SWEEP = [matrix(SWEEP_ELEMENTS // 2**k, 2**k) for k in range(5, 19)]
 
 experiment = Experiment(
     title="Softmax: the whole ladder, against PyTorch",
@@ -264,9 +295,11 @@ experiment = Experiment(
                paths=spans(57344, 81920)),
         Kernel("12_pipelined.cu", "softmax_pipelined", pipelined, nvcc_options=("-arch=sm_90a",),
                paths=spans(32768, 65536, 98304, 131072)),
+        Kernel("13_prefetch_ring.cu", "softmax_prefetch_ring", prefetch_ring, nvcc_options=("-arch=sm_90a",),
+               paths=ring_paths),
         PythonKernel("triton_softmax.py", requires=("torch", "triton")),
     ],
-    cases=[*HEADLINE, *(matrix(SWEEP_ELEMENTS // 2**k, 2**k) for k in range(5, 18))],
+    cases=[*HEADLINE, *(c for c in SWEEP if c.name not in {h.name for h in HEADLINE})],
     edge_cases=[
         matrix(1, 1), matrix(1, 1000), matrix(4096, 1), matrix(3, 1023), matrix(5, 4097),
         matrix(2, 100_003), matrix(2, 131072),
@@ -295,6 +328,8 @@ experiment = Experiment(
         # One long row in each of the spans of rungs 6 and 9 to 12 past 16384 columns, whole in
         # float4s: a fraction of the work of the cases above that take the same spans.
         matrix(1, 32772), matrix(1, 60000), matrix(1, 98308),
+        # The longest row rung 13 takes: one slot of shared memory, sixteen float4s a thread.
+        matrix(1, 262144),
     ],
     paths=paths,
     # 2^31 elements (8 GiB in, 8 GiB out): short rows (rung 7, Triton) and long ones

@@ -55,8 +55,8 @@ __device__ __forceinline__ MaxSum warp_pair(MaxSum v)
     return {m, warp_sum(m == -INFINITY ? 0.0f : v.d * __expf(v.m - m))};
 }
 
-// The pair of a block of 1024 threads, in every thread, past one barrier (block_reduce takes
-// two): every warp reduces the 32 warps' pairs itself. The caller syncs the block before the
+// The pair of a block of whole warps, in every thread, past one barrier (block_reduce takes
+// two): every warp reduces the warps' pairs itself. The caller syncs the block before the
 // next call writes `partial` again.
 __device__ __forceinline__ MaxSum block_pair(MaxSum v)
 {
@@ -64,7 +64,8 @@ __device__ __forceinline__ MaxSum block_pair(MaxSum v)
     v = warp_pair(v);
     if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
     __syncthreads();
-    return warp_pair(partial[threadIdx.x % 32]);
+    int lane = threadIdx.x % 32;
+    return warp_pair(lane < blockDim.x / 32 ? partial[lane] : MaxSum{-INFINITY, 0.0f});
 }
 // --8<-- [end:pair]
 
