@@ -177,6 +177,8 @@ def falsify(call: Call, ga: str, gb: str):
         sb = Side(view_b, y, kw.get("case_b") or case, among=among).cost(by)
         if relation in ("faster", "slower"):
             k = sb.median / sa.median  # the same median: level
+        elif relation == "not slower":  # a far behind
+            k = 4 * sb.hi / sa.lo
         elif relation.startswith("within"):
             k = 3 * sb.median / sa.median * (1 + float(re.search(r"[\d.]+", relation).group()) / 100)
         else:  # level, behind by at most N%: a far ahead

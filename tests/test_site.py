@@ -215,6 +215,9 @@ def test_faster_holds_only_outside_both_spreads(ctx):
     assert not claims.holds("faster", quick, overlapping, "time")[0]  # 1.2× by medians, yet inside the spread
     assert not claims.holds("slower", overlapping, quick, "time")[0]
     assert claims.holds("level", quick, overlapping, "time")[0] and not claims.holds("level", quick, slow, "time")[0]
+    assert claims.holds("not slower", quick, slow, "time")[0] and claims.holds("not slower", quick, overlapping, "time")[0]
+    assert claims.holds("not slower", overlapping, quick, "time")[0]  # a tie is not slower
+    assert not claims.holds("not slower", slow, quick, "time")[0]
     assert claims.holds("behind by at most 20%", slow, quick, "time")[0]  # at 83% of its speed
     assert not claims.holds("behind by at most 10%", slow, quick, "time")[0]
     assert not claims.holds("behind by at most 20%", quick, slow, "time")[0]  # ahead is not behind

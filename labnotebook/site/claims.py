@@ -25,8 +25,8 @@ from .views import Problem, View
 MEASURES = ("time", "pct_ceiling")
 # faster / slower: outside both spreads; level: inside them; within N%: medians within N% either
 # way; behind by at most N%: not faster, and at least (100 - N)% of the other's speed.
-RELATION = re.compile(r"faster|slower|level|one of|within (\d+(?:\.\d+)?)%|behind by at most (\d+(?:\.\d+)?)%")
-RELATIONS = "'faster', 'slower', 'level', 'within N%', 'behind by at most N%' or 'one of'"
+RELATION = re.compile(r"faster|slower|level|not slower|one of|within (\d+(?:\.\d+)?)%|behind by at most (\d+(?:\.\d+)?)%")
+RELATIONS = "'faster', 'slower', 'level', 'not slower', 'within N%', 'behind by at most N%' or 'one of'"
 
 
 PICKS = {"fastest": False, "best": False, "slowest": True}  # "best" reads better in some sentences
@@ -110,6 +110,8 @@ def holds(relation: str, a: Side, b: Side, by: str) -> tuple[bool, str]:
     figures = f"{a.describe()} {a.figure(by)} against {b.describe()} {b.figure(by)} ({fmt.speed_words(c)})"
     if relation in ("faster", "slower", "level"):
         return c.verdict == relation, figures
+    if relation == "not slower":  # faster, or level by the noise rule: at least as fast
+        return c.verdict != "slower", figures
     if m.group(1):
         return max(c.ratio, 1 / c.ratio) - 1 <= float(m.group(1)) / 100, figures
     return c.verdict != "faster" and c.ratio >= 1 - float(m.group(2)) / 100, figures
@@ -229,7 +231,8 @@ def _claim_on(ctx, experiment, a, relation, b, case, cases, case_b, gpu, gpu_b, 
                                  gpu_b != gpu and f"on the {tables.short(gpu_b)}") if x)
     subject = f"the {a} of {_names(among) if isinstance(among, list) else 'the ' + among + 's'}" \
         if isinstance(a, str) and a in PICKS else _names(a)
-    verb = {"faster": "faster than", "slower": "slower than", "level": "level with", "one of": "one of"}.get(
+    verb = {"faster": "faster than", "slower": "slower than", "level": "level with", "not slower": "not slower than",
+            "one of": "one of"}.get(
         relation, relation.replace("behind by at most", "behind, by at most") + (" of" if "within" in relation else ""))
     statement = (f"on the {tables.short(view_a.gpu)}, {subject} {verb} {_names(b)}{' ' + other if other else ''}, "
                  f"at {', '.join(fmt.case(c) for c in where)}")

@@ -6,6 +6,9 @@
 // write the row out themselves, 16 bytes at a time, while it lands. A block holds as many slots
 // as its shared memory takes, up to four: four rows in flight on rows of up to 65536 floats,
 // three at 131072, and at 262144 one slot, the row being reduced held in registers beside it.
+// It spills, knowingly: sixteen float4s a thread and the pipeline's bookkeeping do not fit in
+// 128 registers, and ptxas keeps some of the held values in local memory, at every row length
+// (the loops are unrolled for sixteen). Its page measures what that costs.
 // needs: sm_90a (thread-block clusters, st.async and the TMA's bulk copies)
 #include <cooperative_groups.h>
 
