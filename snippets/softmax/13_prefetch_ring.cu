@@ -6,9 +6,8 @@
 // write the row out themselves, 16 bytes at a time, while it lands. A block holds as many slots
 // as its shared memory takes, up to four: four rows in flight on rows of up to 65536 floats,
 // three at 131072, and at 262144 one slot, the row being reduced held in registers beside it.
-// It spills, knowingly: sixteen float4s a thread and the pipeline's bookkeeping do not fit in
-// 128 registers, and ptxas keeps some of the held values in local memory, at every row length
-// (the loops are unrolled for sixteen). Its page measures what that costs.
+// Sixteen float4s a thread fit beside the pipeline's bookkeeping only without a branch around
+// the exps (see below): with one, ptxas spilled held values to local memory on every row.
 // needs: sm_90a (thread-block clusters, st.async and the TMA's bulk copies)
 #include <cooperative_groups.h>
 
@@ -19,7 +18,7 @@
 namespace cg = cooperative_groups;
 
 #define CLUSTER 8
-#define THREADS 512  // 128 registers a thread: 1024 threads, at 64, spill more and ran slower
+#define THREADS 512  // up to 128 registers a thread: 1024 threads would have 64, and spill
 #define VEC 16       // float4s a thread holds: chunks of up to 512 * 16 * 4 floats, an eighth of 262144
 #define MAX_SLOTS 4  // chunks of shared memory a block cycles through, as many as fit up to this
 #define AHEAD (MAX_SLOTS + 2)  // rows a block is told of: those in flight, the one reduced, the next
@@ -102,12 +101,18 @@ softmax_prefetch_ring(const float* x, float* y, int rows, int cols, int slots)
             v[u] = i < n4 ? chunk[i] : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
             m = fmaxf(m, fmaxf(fmaxf(v[u].x, v[u].y), fmaxf(v[u].z, v[u].w)));
         }
+        // Where every value was -inf, shift by 0: exp(-inf) = 0, and the sum stays 0. One path,
+        // not a branch whose two sides would each keep the sixteen float4s. The float4s past the
+        // chunk's end in every thread (a short row's) take no exp: the test is the same for the
+        // whole block.
+        float shift = m == -INFINITY ? 0.0f : m;
 #pragma unroll
         for (int u = 0; u < VEC; u++) {
-            v[u] = m == -INFINITY ? make_float4(0, 0, 0, 0)
-                                  : make_float4(__expf(v[u].x - m), __expf(v[u].y - m), __expf(v[u].z - m),
-                                                __expf(v[u].w - m));
-            d += v[u].x + v[u].y + v[u].z + v[u].w;
+            if (u * THREADS < n4) {
+                v[u] = make_float4(__expf(v[u].x - shift), __expf(v[u].y - shift), __expf(v[u].z - shift),
+                                   __expf(v[u].w - shift));
+                d += v[u].x + v[u].y + v[u].z + v[u].w;
+            }
         }
         MaxSum mine = block_pair({m, d});  // its barrier: every thread has read the slot
 
