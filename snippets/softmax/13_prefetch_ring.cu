@@ -11,8 +11,7 @@
 // needs: sm_90a (thread-block clusters, st.async and the TMA's bulk copies)
 #include <cooperative_groups.h>
 
-#include "bulk_copy.cuh"
-#include "cluster_push.cuh"
+#include "row_ring.cuh"  // share_row and fetch_row, with the TMA's bulk copies and st.async
 #include "reduce.cuh"  // MaxSum, and block_pair: a block's pair past one barrier
 
 namespace cg = cooperative_groups;
@@ -35,46 +34,20 @@ softmax_prefetch_ring(const float* x, float* y, int rows, int cols, int slots)
     __shared__ int row_of[AHEAD];
     __shared__ __align__(8) MaxSum stats[2][CLUSTER];
     unsigned rank = cg::this_cluster().block_rank();
-    // The host sees to it that cols % 4 == 0: every block's chunk is whole, aligned float4s.
-    int stride = ((cols + CLUSTER - 1) / CLUSTER + 3) / 4;  // float4s a chunk, at most
-    int begin = min(cols / 4, (int)rank * stride), n4 = min(cols / 4, begin + stride) - begin;
+    int stride, begin, n4;  // the host sees to it that cols % 4 == 0
+    chunk_of_row<CLUSTER>(cols, rank, stride, begin, n4);
     bool leader = rank == 0 && threadIdx.x == 0;
 
-    if (threadIdx.x == 0) {
-        for (int a = 0; a < AHEAD; a++) mbar_init(&row_in[a], 1);
-        for (int s = 0; s < MAX_SLOTS; s++) mbar_init(&landed[s], 1);
-        for (int b = 0; b < 2; b++) mbar_init(&stats_in[b], 1);
-        mbar_init_fence();
-        for (int a = 0; a < AHEAD; a++) mbar_expect_bytes(&row_in[a], sizeof(int));
-        for (int b = 0; b < 2; b++) mbar_expect_bytes(&stats_in[b], sizeof(MaxSum) * CLUSTER);
-    }
+    if (threadIdx.x == 0) init_ring<AHEAD, MAX_SLOTS, CLUSTER>(row_in, landed, stats_in);
     cg::this_cluster().sync();  // every block's mbarriers are ready before anyone pushes to them
 
-    // Rows are drawn as in rung 12: the leader draws the cluster's j-th row and pushes it to every
-    // block; row j is drawn only if row j - 1 was a real one, so each cluster draws one row past
-    // the last, and the last cluster to do so resets the counters for the next launch.
+    // Rows are drawn and fetched as in rung 12 (row_ring.cuh).
     unsigned ticket = leader ? atomicAdd(&next_row, 1) : 0;
     auto share = [&](int j) {
-        int row = ticket;
-        if (row >= rows && atomicAdd(&clusters_done, 1) == gridDim.x / CLUSTER - 1) {
-            next_row = 0;
-            clusters_done = 0;
-        }
-        for (int r = 0; r < CLUSTER; r++) push(&row_of[j % AHEAD], &row_in[j % AHEAD], r, row);
-        if (row < rows) ticket = atomicAdd(&next_row, 1);
-        return row < rows;
+        return share_row<AHEAD, CLUSTER>(j, ticket, rows, row_of, row_in, &next_row, &clusters_done);
     };
-    // Thread 0 asks the TMA for this block's chunk of the cluster's j-th row, into slot j % slots.
     auto fetch = [&](int j) {
-        int a = j % AHEAD, s = j % slots;
-        mbar_wait(&row_in[a], (j / AHEAD) & 1);
-        int row = row_of[a];
-        mbar_expect_bytes(&row_in[a], sizeof(int));  // for row j + AHEAD
-        if (row < rows) {
-            mbar_expect_bytes(&landed[s], 16 * n4);
-            if (n4 > 0) bulk_load(held + s * stride, x + (size_t)row * cols + 4 * begin, 16 * n4, &landed[s]);
-        }
-        return row < rows;
+        return fetch_row<AHEAD>(j, slots, rows, cols, x, held, stride, begin, n4, row_of, row_in, landed);
     };
     bool drawing = leader;  // the last row the leader shared was a real one
     for (int j = 0; j <= slots && drawing; j++) drawing = share(j);
@@ -94,13 +67,7 @@ softmax_prefetch_ring(const float* x, float* y, int rows, int cols, int slots)
 
         // This thread's float4s into registers: their max, then their exps against it.
         float4 v[VEC];
-        float m = -INFINITY, d = 0.0f;
-#pragma unroll
-        for (int u = 0; u < VEC; u++) {
-            int i = threadIdx.x + u * THREADS;
-            v[u] = i < n4 ? chunk[i] : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
-            m = fmaxf(m, fmaxf(fmaxf(v[u].x, v[u].y), fmaxf(v[u].z, v[u].w)));
-        }
+        float m = load_held<VEC, THREADS>(v, chunk, n4), d = 0.0f;
         // Where every value was -inf, shift by 0: exp(-inf) = 0, and the sum stays 0. One path,
         // not a branch whose two sides would each keep the sixteen float4s. The float4s past the
         // chunk's end in every thread (a short row's) take no exp: the test is the same for the
