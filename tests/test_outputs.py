@@ -130,3 +130,27 @@ def test_a_returned_output_that_stands_for_a_gpu_tensor_is_checked_there_and_rea
     outputs = CaseArrays(fake_gpu, {}).fetch("gpu", {"big": big, "small": small}, on_gpu=True)
     assert isinstance(outputs.on_gpu("big"), FakeTensor) and outputs.on_gpu("small") is None and big.widened == 1
     assert outputs["small"].dtype == np.float32 and outputs["small"].tolist() == [1.0] * 3
+
+
+def test_a_kernel_that_writes_its_own_output_type_gets_a_poisoned_buffer_and_returns_it(fake_gpu):
+    """Kernel.outputs (rung 7 of matmul_fp16 writes C in fp16): a buffer of that type and the
+    output's shape, every byte poisoned (NaN in fp16), which each launch returns for verification
+    instead of the experiment's own buffer; a plain kernel's launch returns nothing."""
+    from pycuda import gpuarray
+
+    from labnotebook.declare.experiment import Launch
+    from labnotebook.run.case_arrays import poisoned
+    from labnotebook.run.launch import cuda_launch
+
+    fp32 = gpuarray.empty((3, 5), np.float32)
+    own = poisoned(fp32, np.float16)
+    assert own.shape == (3, 5) and own.dtype == np.float16 and np.isnan(own.get()).all()
+    assert (own.get().view(np.uint8) == 0xFF).all()
+    calls = []
+
+    def function(*args, **geometry):
+        calls.append(args)
+    launch = Launch(grid=(1,), block=(32,), args=("c",))
+    go = cuda_launch(fake_gpu, function, "rung", launch, {"c": own.gpudata}, None, returns={"c": own})
+    assert go() == {"c": own} and calls == [(own.gpudata,)]
+    assert cuda_launch(fake_gpu, function, "rung", launch, {"c": fp32.gpudata}, None)() is None

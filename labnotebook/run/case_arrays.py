@@ -28,6 +28,19 @@ def as_numpy(value) -> np.ndarray:
     return np.asarray(value)
 
 
+def poisoned(like, dtype):
+    """A GPUArray of ``like``'s shape in ``dtype``, poisoned as the outputs are: for a kernel or
+    a library call that writes an output in a type of its own (fp16 where the experiment's is
+    fp32), whose element left unwritten must still fail."""
+    import pycuda.driver as cuda
+    from pycuda import gpuarray
+
+    out = gpuarray.empty(like.shape, dtype)
+    if out.nbytes:
+        cuda.memset_d8(out.gpudata, POISON_BYTE, out.nbytes)
+    return out
+
+
 class CaseArrays:
     """One case's inputs and outputs: on the host, on the device (uploaded once), and as each
     library sees the device memory (torch tensors are views of the same buffers, not copies)."""

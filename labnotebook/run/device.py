@@ -77,6 +77,19 @@ def open_context():
     return cuda, device, context
 
 
+def sm_count(default: int) -> int:
+    """The SMs of the GPU whose context this process has current: a persistent kernel launches
+    as many blocks as run at once. ``default`` where no context is current (a launch checked on
+    the host alone, where the grid's size changes nothing that is checked)."""
+    cuda = sys.modules.get("pycuda.driver")
+    if cuda is None:
+        return default
+    try:
+        return cuda.Context.get_device().get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
+    except cuda.Error:  # no current context
+        return default
+
+
 def _smi(*fields: str, index: int | None = None) -> dict[str, str]:
     """``fields`` of GPU ``index`` (this process's, unless told), as nvidia-smi prints them."""
     out = subprocess.run(["nvidia-smi", "-i", str(device_index() if index is None else index),

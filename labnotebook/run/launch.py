@@ -5,7 +5,7 @@ geometry kept for the row (``CudaLaunch.shape``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from ..declare.experiment import Launch, Unavailable, Unsupported
 from ..errors import ExperimentError
@@ -64,9 +64,12 @@ class CudaLaunch:
     grid: Dims
     block: Dims
     launch: Launch  # as declared: the row records its grid and block as they were given
+    # The buffers of its own it writes (Kernel.outputs), returned by each launch to be verified.
+    returns: Mapping[str, Any] | None = None
 
-    def __call__(self) -> None:
+    def __call__(self) -> Mapping[str, Any] | None:
         self.function(*self.args, grid=self.grid, block=self.block, shared=self.launch.shared_bytes)
+        return self.returns
 
     @property
     def shape(self) -> LaunchShape:
@@ -74,9 +77,11 @@ class CudaLaunch:
                            self.launch.shared_bytes)
 
 
-def cuda_launch(cuda, function, kernel: str, launch: Launch, buffers: dict, max_shared: int | None) -> CudaLaunch:
+def cuda_launch(cuda, function, kernel: str, launch: Launch, buffers: dict, max_shared: int | None,
+                returns: Mapping[str, Any] | None = None) -> CudaLaunch:
     """``launch`` of ``kernel`` over ``buffers`` (device memory by name): named buffers and
-    tensor maps resolved to device memory now, outside the timed launches."""
+    tensor maps resolved to device memory now, outside the timed launches. ``returns``: the
+    outputs each launch returns, where the kernel writes buffers of its own."""
     args = []
     for a in launch.args:
         if not isinstance(a, (str, TensorMap)):  # a value: np.int32(n), np.float32(x)
@@ -95,4 +100,4 @@ def cuda_launch(cuda, function, kernel: str, launch: Launch, buffers: dict, max_
     # the dynamic part asked for lifts that, and costs nothing where it was not needed.
     if launch.shared_bytes > 0:
         function.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)
-    return CudaLaunch(function, tuple(args), grid, block, launch)
+    return CudaLaunch(function, tuple(args), grid, block, launch, returns)

@@ -18,7 +18,7 @@ from ..results.rows import KernelRow, RunRow, TransferRow
 from . import phases
 from . import protocol
 from . import reference as references
-from .case_arrays import CaseArrays
+from .case_arrays import CaseArrays, poisoned
 from .clock import Clock
 from .compile import compile_cubin, target
 from .device import open_context
@@ -128,7 +128,10 @@ class Runner:
                                     k.requires, k.tolerance, k.timed_cases))
             else:
                 def make(case, inputs, outputs, k=k):
-                    return self.launcher(k, k.launch(case), {n: a.gpudata for n, a in {**inputs, **outputs}.items()})
+                    launch = k.launch(case)  # first: a case it does not take allocates nothing
+                    own = {name: poisoned(outputs[name], dtype) for name, dtype in (k.outputs or {}).items()}
+                    buffers = {n: a.gpudata for n, a in {**inputs, **outputs, **own}.items()}
+                    return self.launcher(k, launch, buffers, returns=own or None)
                 out.append(Runnable(k.name, "kernel", "gpu", "cuda", make, "launch()",
                                     (), k.tolerance, k.timed_cases))
         for b in self.exp.baselines if self.with_baselines else ():
@@ -137,9 +140,10 @@ class Runner:
                                 requires, b.tolerance, b.timed_cases))
         return [r for r in out if self.only is None or r.name in self.only]
 
-    def launcher(self, k: Kernel, launch: Launch, buffers: dict) -> CudaLaunch:
-        """Kernel ``k``'s ``launch`` over ``buffers`` (device memory by name), ready to run."""
-        return cuda_launch(self.cuda, self.functions[k.name], k.name, launch, buffers, self.max_shared)
+    def launcher(self, k: Kernel, launch: Launch, buffers: dict, returns: dict | None = None) -> CudaLaunch:
+        """Kernel ``k``'s ``launch`` over ``buffers`` (device memory by name), ready to run;
+        ``returns``: the outputs of its own each launch returns."""
+        return cuda_launch(self.cuda, self.functions[k.name], k.name, launch, buffers, self.max_shared, returns)
 
     # -- one case ----------------------------------------------------------------------------
     def run_case(self, case: Case, timed: bool, untimed_phase: str = "edge cases",

@@ -23,7 +23,7 @@ matmul_wgmma_specialized(const CUtensorMap* map_a, const CUtensorMap* map_b,
     __shared__ uint64_t full[STAGES], empty[STAGES];
     half* As = align_1024<half>(raw);  // STAGES x BM x BK
     half* Bs = As + STAGES * BM * BK;  // STAGES x (BN / 64) x BK x 64
-    TilePosition p = tile_position(M, N, BM, BN);
+    TilePosition p = tile_position(blockIdx.x, M, N, BM, BN);
     int tiles_k = (K + BK - 1) / BK, warpgroup = threadIdx.x / 128;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], K_TILE_ARRIVALS), mbar_init(&empty[s], CONSUMERS);

@@ -5,29 +5,60 @@ import numpy as np
 
 from labnotebook import Baseline, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
 from labnotebook.run import cublas
+from labnotebook.run.case_arrays import poisoned
+from labnotebook.run.device import sm_count
 from labnotebook.run.gemm import INT_MAX, MAX_DIM, gemm_declaration, mnk, tiled
 from labnotebook.run.tma import TensorMap
 
 
+def tma_operands(case, bm: int, tma_store: bool = False) -> tuple:
+    """The Hopper rungs' arguments: A and B as TMA descriptors loaded 64 along K at a time (bm
+    rows of A, 64-column slabs of B), C (with ``tma_store``, fp16 C's descriptor, stored in
+    64 x 64 boxes), M, N and K. TMA zero-fills past the matrix's edges, so any M; its rows must
+    be multiples of 16 bytes."""
+    if case.n % 8 or case.k % 8:
+        raise Unsupported(f"TMA reads rows of a multiple of 16 bytes: N and K multiples of 8; "
+                          f"got {case.m}×{case.n}×{case.k}")
+    if min(case.m, case.n, case.k) == 0:
+        raise Unsupported("a TMA descriptor describes no empty matrix: M, N and K at least 1")
+    if max(case.m, case.n, case.k) > MAX_DIM:
+        raise Unsupported("M, N and K are ints, counted in tiles: each below 2^31 - 257")
+    output = TensorMap("c", case.m, case.n, box=(64, 64)) if tma_store else "c"
+    return (TensorMap("a", case.m, case.k, box=(bm, 64)), TensorMap("b", case.k, case.n, box=(64, 64)),
+            output, np.int32(case.m), np.int32(case.n), np.int32(case.k))
+
+
+def stages_bytes(bm, bn, stages):
+    """fp16 stages of a bm x 64 tile of A and a 64 x bn tile of B, and 1 KB to align them for the swizzle."""
+    return stages * (bm + bn) * 64 * 2 + 1024
+
+
 def wgmma_tiles(bm, bn, threads, stages):
-    """Launch for the Hopper rungs: one block per bm x bn tile of C, in a 1-D grid (the kernel
-    orders the tiles), A and B passed as TMA descriptors loaded 64 along K at a time. TMA
-    zero-fills past the matrix's edges, so any M; its rows must be multiples of 16 bytes."""
+    """Launch for rungs 4 and 5: one block per bm x bn tile of C, in a 1-D grid (the kernel
+    orders the tiles)."""
     def launch(case):
-        if case.n % 8 or case.k % 8:
-            raise Unsupported(f"TMA reads rows of a multiple of 16 bytes: N and K multiples of 8; "
-                              f"got {case.m}×{case.n}×{case.k}")
-        if min(case.m, case.n, case.k) == 0:
-            raise Unsupported("a TMA descriptor describes no empty matrix: M, N and K at least 1")
-        if max(case.m, case.n, case.k) > MAX_DIM:
-            raise Unsupported("M, N and K are ints, counted in tiles: each below 2^31 - 257")
+        operands = tma_operands(case, bm)
         tiles = cdiv(case.m, bm) * cdiv(case.n, bn)
         if tiles > INT_MAX:
             raise Unsupported(f"one block per {bm}×{bn} tile of C: at most 2^31 - 1 tiles")
-        shared = stages * (bm + bn) * 64 * 2 + 1024  # fp16 stages, and 1 KB to align them for the swizzle
-        return Launch(grid=(tiles,), block=(threads,), shared_bytes=shared,
-                      args=(TensorMap("a", case.m, case.k, box=(bm, 64)), TensorMap("b", case.k, case.n, box=(64, 64)),
-                            "c", np.int32(case.m), np.int32(case.n), np.int32(case.k)))
+        return Launch(grid=(tiles,), block=(threads,), shared_bytes=stages_bytes(bm, bn, stages), args=operands)
+    return launch
+
+
+def persistent_tiles(bm, bn, threads, stages, cluster, tma_store=False):
+    """Launch for the persistent rungs: clusters of ``cluster`` blocks, each cluster's tile
+    ``cluster`` bm x bn tiles one above the other, and as many clusters as the GPU's SMs hold
+    (one block an SM), fewer where there are fewer tiles. ``tma_store``: C is fp16, stored by
+    the TMA in 64 x 64 boxes from shared memory (bm x bn halves of it a block)."""
+    def launch(case):
+        operands = tma_operands(case, bm, tma_store)
+        tiles = cdiv(case.m, cluster * bm) * cdiv(case.n, bn)
+        clusters = min(tiles, sm_count(default=132) // cluster)
+        if tiles + clusters > INT_MAX:
+            raise Unsupported(f"a cluster steps through its {cluster * bm}×{bn} tiles in ints: "
+                              f"fewer than 2^31 - 1 - {clusters} of them")
+        shared = stages_bytes(bm, bn, stages) + (bm * bn * 2 if tma_store else 0)
+        return Launch(grid=(cluster * clusters,), block=(threads,), shared_bytes=shared, args=operands)
     return launch
 
 
@@ -35,22 +66,6 @@ def mma_smem(bm, bn, bk, stages):
     """Shared memory for mma_gemm.cuh: per stage a bm x (bk+8) tile of A and a bk x (bn+8) tile
     of B, in 2-byte halves (rows padded by 8 halves against bank conflicts)."""
     return stages * (bm * (bk + 8) + bk * (bn + 8)) * 2
-
-
-def fp16_output(case, library):
-    """Hgemm and torch.matmul write fp16, not the engine's fp32 C: each gets its own buffer,
-    returned as it is, and poisoned like the engine's outputs (all-ones bytes are NaN) so that
-    an element left unwritten fails."""
-    if library == "torch":
-        import torch
-
-        return torch.full((case.m, case.n), float("nan"), dtype=torch.float16, device="cuda")
-    import pycuda.driver as cuda
-    from pycuda import gpuarray
-
-    c = gpuarray.empty((case.m, case.n), np.float16)
-    cuda.memset_d8(c.gpudata, 0xFF, c.nbytes)
-    return c
 
 
 # --8<-- [start:cublas]
@@ -64,7 +79,7 @@ def cublas_gemm_ex(case, inputs, outputs):
 
 def cublas_hgemm(case, inputs, outputs):
     a, b = inputs["a"], inputs["b"]
-    c = fp16_output(case, "pycuda")  # fp16 throughout, C too: not the engine's fp32 buffer
+    c = poisoned(outputs["c"], np.float16)  # fp16 throughout, C too: not the engine's fp32 buffer
 
     def run():
         cublas.hgemm("N", "N", case.n, case.m, case.k, 1.0, b.gpudata, case.n,
@@ -78,7 +93,8 @@ def torch_matmul(case, inputs, outputs):
     import torch
 
     a, b = inputs["a"], inputs["b"]
-    c = fp16_output(case, "torch")  # torch.matmul of fp16 writes fp16: not the engine's fp32 buffer
+    # torch.matmul of fp16 writes fp16, not into the engine's fp32 buffer: NaN where unwritten.
+    c = torch.full((case.m, case.n), float("nan"), dtype=torch.float16, device="cuda")
     return lambda: {"c": torch.matmul(a, b, out=c)}
 
 
@@ -99,13 +115,21 @@ experiment = Experiment(
                     tiled(128, 256, 64, 256, int_rows=(128, 64), shared_bytes=mma_smem(128, 256, 64, 3))),
              Kernel("4_wgmma_tma.cu", "matmul_wgmma_tma", wgmma_tiles(128, 128, 128, 4), nvcc_options=HOPPER),
              Kernel("5_warp_specialized.cu", "matmul_wgmma_specialized", wgmma_tiles(128, 256, 384, 4),
-                    nvcc_options=HOPPER)],
+                    nvcc_options=HOPPER),
+             Kernel("6_persistent.cu", "matmul_persistent", persistent_tiles(128, 256, 384, 4, cluster=2),
+                    nvcc_options=HOPPER),
+             Kernel("7_half_output.cu", "matmul_persistent_half",
+                    persistent_tiles(128, 256, 384, 3, cluster=2, tma_store=True),
+                    nvcc_options=HOPPER, outputs={"c": np.float16}, tolerance=FP16_OUT)],
     cases=[mnk(1024), mnk(2048), mnk(4096), mnk(8192), mnk(1000), mnk(4096, 1024, 2048)],
     # Whole tiles for every rung; ragged tiles that only the TMA rungs take (one row; M, N and K
     # all past a tile's edge, K short of one 64-wide k-tile); then sizes only cuBLAS and torch
-    # take (the rungs say Unsupported): 1×1×1 and N or K no multiple of 8.
+    # take (the rungs say Unsupported): 1×1×1 and N or K no multiple of 8. 17152×128×192 is 67
+    # tiles of 256×256 for the persistent rungs' clusters, one more than the 66 clusters of 132
+    # SMs (an H100's or H200's): one cluster takes two, three k-tiles each, so its blocks' rings
+    # of 4 stages wrap from one tile into the next.
     edge_cases=[mnk(128, 128, 32), mnk(256, 384, 96), mnk(256, 512, 128), mnk(128, 256, 64, kind="inf, NaN"),
-                mnk(1, 256, 64), mnk(200, 264, 72), mnk(130, 8, 8, kind="inf, NaN"),
+                mnk(17152, 128, 192), mnk(1, 256, 64), mnk(200, 264, 72), mnk(130, 8, 8, kind="inf, NaN"),
                 mnk(1, 1, 1), mnk(17, 33, 65), mnk(257, 129, 63)],
     **gemm_declaration(np.float16),  # inputs, reference, flops and the large case, as for every GEMM here
     # fp16 x fp16 products are exact in fp32; what is left is fp32 accumulation, which tensor

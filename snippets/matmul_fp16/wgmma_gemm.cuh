@@ -7,16 +7,16 @@
 #define BK 64  // K per stage: one 128-byte swizzled row of halves
 #define GROUP 8
 
-// Blocks walk C in groups of GROUP tile rows, down each column of tiles within a group, so that
-// the blocks resident at once share rows of A and columns of B in L2 (Triton's ordering).
+// Tiles are numbered in groups of GROUP tile rows, down each column of tiles within a group, so
+// that the tiles computed at once share rows of A and columns of B in L2 (Triton's ordering).
 struct TilePosition {
     int m0, n0;
 };
 
-__device__ __forceinline__ TilePosition tile_position(int M, int N, int BM, int BN)
+__device__ __forceinline__ TilePosition tile_position(unsigned tile, int M, int N, int BM, int BN)
 {
     int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-    int per_group = GROUP * tiles_n, first = blockIdx.x / per_group * GROUP, i = blockIdx.x % per_group;
+    int per_group = GROUP * tiles_n, first = tile / per_group * GROUP, i = tile % per_group;
     int rows = min(tiles_m - first, GROUP);
     return {(first + i % rows) * BM, i / rows * BN};
 }
@@ -52,11 +52,22 @@ __device__ __forceinline__ void mma_k_tile(float (&d)[BN / 2], const half* As, c
 }
 // --8<-- [end:mma]
 
-// A warpgroup's 64 x BN accumulators into C (fp32, row-major) at row m0, column n0. Thread t
-// holds rows 16 (t / 32) + (t % 32) / 4 and 8 below it, columns 2 (t % 4) + 8 j and the next;
-// N is a multiple of 8, so such a pair of columns is inside C or outside it together.
-template <int BN>
-__device__ __forceinline__ void store_tile(const float (&d)[BN / 2], float* C, int M, int N, int m0, int n0)
+// Two neighbouring accumulators, stored as C's type: fp32, or fp16 rounded to nearest.
+__device__ __forceinline__ void store_pair(float* c, float x, float y)
+{
+    *reinterpret_cast<float2*>(c) = make_float2(x, y);
+}
+
+__device__ __forceinline__ void store_pair(half* c, float x, float y)
+{
+    *reinterpret_cast<half2*>(c) = __floats2half2_rn(x, y);
+}
+
+// A warpgroup's 64 x BN accumulators into C (row-major) at row m0, column n0. Thread t holds
+// rows 16 (t / 32) + (t % 32) / 4 and 8 below it, columns 2 (t % 4) + 8 j and the next; N is a
+// multiple of 8, so such a pair of columns is inside C or outside it together.
+template <int BN, typename Out>
+__device__ __forceinline__ void store_tile(const float (&d)[BN / 2], Out* C, int M, int N, int m0, int n0)
 {
     int t = threadIdx.x % 128, row = m0 + 16 * (t / 32) + (t % 32) / 4, col = n0 + 2 * (t % 4);
 #pragma unroll
@@ -65,7 +76,7 @@ __device__ __forceinline__ void store_tile(const float (&d)[BN / 2], float* C, i
         for (int h = 0; h < 2; ++h) {
             int r = row + 8 * h, c = col + 8 * j;
             if (r < M && c < N)
-                *reinterpret_cast<float2*>(C + (size_t)r * N + c) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+                store_pair(C + (size_t)r * N + c, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
         }
     }
 }

@@ -1,16 +1,8 @@
 // Shared by rungs 12 and 13: one value pushed into another block's shared memory, counted on
 // that block's own mbarrier, so that no block ever reads another's shared memory. sm_90a only.
 #pragma once
-#include "hopper.cuh"  // smem_addr
+#include "hopper.cuh"  // cluster_addr
 #include "reduce.cuh"  // MaxSum
-
-// The shared-memory address of `p` in block `rank` of the cluster.
-__device__ __forceinline__ unsigned cluster_addr(const void* p, unsigned rank)
-{
-    unsigned r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(smem_addr(p)), "r"(rank));
-    return r;
-}
 
 // Write `v` into block `rank`'s `slot`, completing its bytes on that block's `bar`: the receiver
 // waits on its own mbarrier, and nobody reads another block's shared memory.

@@ -59,6 +59,39 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity)
     }
 }
 
+// -- Thread-block clusters: the blocks of a cluster run at once, on SMs of one GPC, and reach
+// each other's shared memory. `p`'s address in block `rank` of the cluster (the same offset in
+// its shared memory).
+__device__ __forceinline__ unsigned cluster_addr(const void* p, unsigned rank)
+{
+    unsigned r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(smem_addr(p)), "r"(rank));
+    return r;
+}
+
+// This block's rank in its cluster, 0 to the cluster's size - 1.
+__device__ __forceinline__ unsigned cluster_rank()
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+
+// Every thread of every block of the cluster meets here; a thread that diverged from its warp
+// may come alone. What each wrote before is seen by all of them after.
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+// Arrive on the mbarrier at `bar`'s offset in block `rank`, ordering this thread's earlier
+// reads before it: "I am done with what you sent me", said to the block that sent it.
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, unsigned rank)
+{
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_addr(bar, rank))
+                 : "memory");
+}
+
 // -- TMA descriptors live in global memory, copied there from the host before the launch: the
 // thread that issues loads makes them visible to the TMA unit (the tensormap proxy) first.
 __device__ __forceinline__ void tma_descriptor_acquire(const CUtensorMap* map)
@@ -75,6 +108,17 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
                  ::"r"(smem_addr(dst)), "l"(map), "r"(smem_addr(bar)), "r"(x), "r"(y) : "memory");
 }
 
+// tma_load_2d into every block of the cluster that `blocks` names (bit r: rank r), at `dst`'s
+// offset in each, completing on the barrier at `bar`'s offset in each: one read of L2, several
+// copies.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar, int x, int y,
+                                                      uint16_t blocks)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%3, %4}], [%2], %5;\n"
+                 ::"r"(smem_addr(dst)), "l"(map), "r"(smem_addr(bar)), "r"(x), "r"(y), "h"(blocks) : "memory");
+}
+
 // A tile of `rows` rows and Cols columns of 16-bit elements, its first at column x, row y, as
 // Cols / 64 boxes of `rows` x 64 (a swizzled box row is at most 128 bytes), one after another
 // in `dst`, all completing on `bar`, which is told of their bytes.
@@ -84,6 +128,35 @@ __device__ __forceinline__ void tma_load_tile(void* dst, const CUtensorMap* map,
     mbar_expect_bytes(bar, rows * Cols * 2);
 #pragma unroll
     for (int j = 0; j < Cols / 64; ++j) tma_load_2d(static_cast<char*>(dst) + j * rows * 128, map, bar, x + 64 * j, y);
+}
+
+// -- TMA stores: a box of shared memory, laid out as tma_load_2d would have written it, into
+// the tensor at column x, row y; elements past the tensor's edges are left alone. The copy runs
+// on after the call: commit the stores as a group, and write the box's shared memory again only
+// once tma_store_wait_read has seen the group read. Threads' writes to the box must be fenced
+// (fence_proxy_async) and synced with the issuing thread first.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* src, int x, int y)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n"
+                 ::"l"(map), "r"(smem_addr(src)), "r"(x), "r"(y) : "memory");
+}
+
+__device__ __forceinline__ void tma_store_commit()
+{
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+
+// Until at most `Pending` committed groups of stores are still reading shared memory.
+template <int Pending>
+__device__ __forceinline__ void tma_store_wait_read()
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(Pending) : "memory");
+}
+
+// Until every committed group of stores has written global memory.
+__device__ __forceinline__ void tma_store_wait_all()
+{
+    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 
 // A 128-byte-swizzled tile must start on a 1024-byte boundary: the dynamic shared memory from

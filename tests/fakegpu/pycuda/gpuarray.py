@@ -22,3 +22,7 @@ def to_gpu(a):
     g = GPUArray(a.shape, a.dtype)
     driver.memcpy_htod(g.gpudata, a)
     return g
+
+
+def empty(shape, dtype):
+    return GPUArray(shape, dtype)
