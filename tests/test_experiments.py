@@ -249,7 +249,7 @@ def test_tensor_maps_describe_their_buffers(name):
                     if a.buffer in x:
                         want = (x[a.buffer].size, x[a.buffer].shape[-1], x[a.buffer].dtype.itemsize)
                     else:  # an output: the reference's shape, in the type the kernel writes
-                        dtype = np.dtype((k.outputs or {}).get(a.buffer, exp.outputs[a.buffer]))
+                        dtype = np.dtype(getattr(k, "outputs", {}).get(a.buffer, exp.outputs[a.buffer]))
                         want = (ref[a.buffer].size, ref[a.buffer].shape[-1], dtype.itemsize)
                     assert got == want, f"{name}: kernel {k.name} at {case.name}: {a.buffer} is {want}, its map {got}"
 
@@ -869,12 +869,12 @@ def test_attention_mma_launches_match_their_kernels_tiles(n, d):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_kernels_own_outputs_replace_outputs_of_the_experiment(name):
-    """Kernel.outputs names outputs the experiment has (their shapes come from there), in a
+    """TypedOutputKernel.outputs names outputs the experiment has (their shapes come from there), in a
     type of its own, and the kernel is verified with its own tolerance (rounding to a narrower
     type is an error of its own): a typo would leave the experiment's buffer unwritten."""
     exp = experiment(name)
     for k in cuda_kernels(exp):
-        for output, dtype in (k.outputs or {}).items():
+        for output, dtype in getattr(k, "outputs", {}).items():
             assert output in exp.outputs, f"{name}: kernel {k.name} writes {output!r}; outputs are {list(exp.outputs)}"
             assert np.dtype(dtype) != np.dtype(exp.outputs[output]), f"{name}: kernel {k.name}: {output} is already {dtype}"
             assert k.tolerance is not None, f"{name}: kernel {k.name} writes {output} as {dtype}: declare its tolerance"

@@ -133,7 +133,7 @@ def test_a_returned_output_that_stands_for_a_gpu_tensor_is_checked_there_and_rea
 
 
 def test_a_kernel_that_writes_its_own_output_type_gets_a_poisoned_buffer_and_returns_it(fake_gpu):
-    """Kernel.outputs (rung 7 of matmul_fp16 writes C in fp16): a buffer of that type and the
+    """TypedOutputKernel.outputs (rung 7 of matmul_fp16 writes C in fp16): a buffer of that type and the
     output's shape, every byte poisoned (NaN in fp16), which each launch returns for verification
     instead of the experiment's own buffer; a plain kernel's launch returns nothing."""
     from pycuda import gpuarray

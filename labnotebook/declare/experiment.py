@@ -111,10 +111,6 @@ class Kernel:
     nvcc_options: tuple[str, ...] = ()
     # Its own tolerance where its precision differs from the experiment's (fp16 output, say).
     tolerance: Tolerances | None = None
-    # Outputs it writes in a type of its own (``{"c": np.float16}`` where the experiment's C is
-    # fp32): each gets a buffer of that type and the output's shape, poisoned as every output
-    # is, which its launch names in place of the experiment's and which is then verified.
-    outputs: Mapping[str, type] | None = None
     # Timed only at these case names (a slow rung left out of the largest sizes); None: every
     # timed case. Edge and large cases run regardless, unless ``launch`` says Unsupported.
     timed_cases: tuple[str, ...] | None = None

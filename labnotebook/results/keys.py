@@ -53,7 +53,7 @@ MECHANICS = frozenset({"run/__init__.py", "run/compile.py", "run/device.py", "ru
                        "run/needs.py"})
 # Under the package: where the engine modules an experiment imports may be keyed (the
 # declaration API, and the GPU side's helpers: draws, references, baselines).
-KEYED = ("declare/experiment.py", "run/")
+KEYED = ("declare/experiment.py", "declare/typed_output.py", "run/")
 PHASE_ENGINE = "run/phases.py"  # the phase-program engine, for experiments that declare one
 CEILINGS = ("run/roofs.py", "run/fma_peak.cu")
 PROFILER = ("build/ncu.py", "run/ncu_target.py")  # under the package

@@ -64,7 +64,7 @@ class CudaLaunch:
     grid: Dims
     block: Dims
     launch: Launch  # as declared: the row records its grid and block as they were given
-    # The buffers of its own it writes (Kernel.outputs), returned by each launch to be verified.
+    # The buffers of its own it writes (TypedOutputKernel.outputs), returned by each launch to be verified.
     returns: Mapping[str, Any] | None = None
 
     def __call__(self) -> Mapping[str, Any] | None:

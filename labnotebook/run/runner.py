@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 
 from ..declare.experiment import Case, Experiment, Kernel, Launch, PythonKernel
+from ..declare.typed_output import TypedOutputKernel
 from ..errors import ExperimentError, NotebookError
 from ..results.format import KernelInfo, Resources, Row
 from ..results.rows import KernelRow, RunRow, TransferRow
@@ -129,7 +130,8 @@ class Runner:
             else:
                 def make(case, inputs, outputs, k=k):
                     launch = k.launch(case)  # first: a case it does not take allocates nothing
-                    own = {name: poisoned(outputs[name], dtype) for name, dtype in (k.outputs or {}).items()}
+                    typed = k.outputs if isinstance(k, TypedOutputKernel) else {}
+                    own = {name: poisoned(outputs[name], dtype) for name, dtype in typed.items()}
                     buffers = {n: a.gpudata for n, a in {**inputs, **outputs, **own}.items()}
                     return self.launcher(k, launch, buffers, returns=own or None)
                 out.append(Runnable(k.name, "kernel", "gpu", "cuda", make, "launch()",

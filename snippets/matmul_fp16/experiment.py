@@ -4,6 +4,7 @@ against cublasGemmEx (same precisions), cublasHgemm (fp16 throughout) and torch.
 import numpy as np
 
 from labnotebook import Baseline, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
+from labnotebook.declare.typed_output import TypedOutputKernel
 from labnotebook.run import cublas
 from labnotebook.run.case_arrays import poisoned
 from labnotebook.run.device import sm_count
@@ -118,7 +119,7 @@ experiment = Experiment(
                     nvcc_options=HOPPER),
              Kernel("6_persistent.cu", "matmul_persistent", persistent_tiles(128, 256, 384, 4, cluster=2),
                     nvcc_options=HOPPER),
-             Kernel("7_half_output.cu", "matmul_persistent_half",
+             TypedOutputKernel("7_half_output.cu", "matmul_persistent_half",
                     persistent_tiles(128, 256, 384, 3, cluster=2, tma_store=True),
                     nvcc_options=HOPPER, outputs={"c": np.float16}, tolerance=FP16_OUT)],
     cases=[mnk(1024), mnk(2048), mnk(4096), mnk(8192), mnk(1000), mnk(4096, 1024, 2048)],
