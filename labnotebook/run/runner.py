@@ -34,6 +34,12 @@ class FatalCudaError(NotebookError):
     """The CUDA context is unusable (an illegal address, say): nothing more can run in it."""
 
 
+def own_outputs(k: Kernel, outputs: dict) -> dict:
+    """The poisoned buffers a TypedOutputKernel writes in its own types (none for another kernel)."""
+    typed = k.outputs if isinstance(k, TypedOutputKernel) else {}
+    return {name: poisoned(outputs[name], dtype) for name, dtype in typed.items()}
+
+
 class Runner:
     """Holds the context, the compiled kernels and the timer for one experiment's run.
     ``with_baselines`` False runs the kernels alone; ``only`` names the kernels and baselines to
@@ -55,8 +61,7 @@ class Runner:
         except BadNeeds as e:
             raise ExperimentError(str(e)) from None
         self.capability, self.arch, self.max_shared = target.capability, target.arch, target.max_shared
-        self.functions: dict[str, object] = {}
-        self.modules: dict[str, object] = {}
+        self.functions, self.modules = {}, {}  # by kernel name: loaded CUDA functions, Python modules
         self.kernel_info: dict[str, KernelInfo] = {}
         self.build_dir: Path | None = None
         self.clock = Clock()
@@ -129,11 +134,8 @@ class Runner:
                                     k.requires, k.tolerance, k.timed_cases))
             else:
                 def make(case, inputs, outputs, k=k):
-                    launch = k.launch(case)  # first: a case it does not take allocates nothing
-                    typed = k.outputs if isinstance(k, TypedOutputKernel) else {}
-                    own = {name: poisoned(outputs[name], dtype) for name, dtype in typed.items()}
-                    buffers = {n: a.gpudata for n, a in {**inputs, **outputs, **own}.items()}
-                    return self.launcher(k, launch, buffers, returns=own or None)
+                    launch, own = k.launch(case), own_outputs(k, outputs)  # a case not taken allocates nothing
+                    return self.launcher(k, launch, {n: a.gpudata for n, a in {**inputs, **outputs, **own}.items()}, own)
                 out.append(Runnable(k.name, "kernel", "gpu", "cuda", make, "launch()",
                                     (), k.tolerance, k.timed_cases))
         for b in self.exp.baselines if self.with_baselines else ():
@@ -142,10 +144,9 @@ class Runner:
                                 requires, b.tolerance, b.timed_cases))
         return [r for r in out if self.only is None or r.name in self.only]
 
-    def launcher(self, k: Kernel, launch: Launch, buffers: dict, returns: dict | None = None) -> CudaLaunch:
-        """Kernel ``k``'s ``launch`` over ``buffers`` (device memory by name), ready to run;
-        ``returns``: the outputs of its own each launch returns."""
-        return cuda_launch(self.cuda, self.functions[k.name], k.name, launch, buffers, self.max_shared, returns)
+    def launcher(self, k: Kernel, launch: Launch, buffers: dict, own: dict | None = None) -> CudaLaunch:
+        """Kernel ``k``'s ``launch`` over ``buffers``, ready to run, returning ``own`` outputs."""
+        return cuda_launch(self.cuda, self.functions[k.name], k.name, launch, buffers, self.max_shared, own or None)
 
     # -- one case ----------------------------------------------------------------------------
     def run_case(self, case: Case, timed: bool, untimed_phase: str = "edge cases",
