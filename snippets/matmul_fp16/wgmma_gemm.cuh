@@ -52,22 +52,11 @@ __device__ __forceinline__ void mma_k_tile(float (&d)[BN / 2], const half* As, c
 }
 // --8<-- [end:mma]
 
-// Two neighbouring accumulators, stored as C's type: fp32, or fp16 rounded to nearest.
-__device__ __forceinline__ void store_pair(float* c, float x, float y)
-{
-    *reinterpret_cast<float2*>(c) = make_float2(x, y);
-}
-
-__device__ __forceinline__ void store_pair(half* c, float x, float y)
-{
-    *reinterpret_cast<half2*>(c) = __floats2half2_rn(x, y);
-}
-
-// A warpgroup's 64 x BN accumulators into C (row-major) at row m0, column n0. Thread t holds
-// rows 16 (t / 32) + (t % 32) / 4 and 8 below it, columns 2 (t % 4) + 8 j and the next; N is a
-// multiple of 8, so such a pair of columns is inside C or outside it together.
-template <int BN, typename Out>
-__device__ __forceinline__ void store_tile(const float (&d)[BN / 2], Out* C, int M, int N, int m0, int n0)
+// A warpgroup's 64 x BN accumulators into C (fp32, row-major) at row m0, column n0. Thread t
+// holds rows 16 (t / 32) + (t % 32) / 4 and 8 below it, columns 2 (t % 4) + 8 j and the next;
+// N is a multiple of 8, so such a pair of columns is inside C or outside it together.
+template <int BN>
+__device__ __forceinline__ void store_tile(const float (&d)[BN / 2], float* C, int M, int N, int m0, int n0)
 {
     int t = threadIdx.x % 128, row = m0 + 16 * (t / 32) + (t % 32) / 4, col = n0 + 2 * (t % 4);
 #pragma unroll
@@ -76,7 +65,7 @@ __device__ __forceinline__ void store_tile(const float (&d)[BN / 2], Out* C, int
         for (int h = 0; h < 2; ++h) {
             int r = row + 8 * h, c = col + 8 * j;
             if (r < M && c < N)
-                store_pair(C + (size_t)r * N + c, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+                *reinterpret_cast<float2*>(C + (size_t)r * N + c) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
         }
     }
 }
