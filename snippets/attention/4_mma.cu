@@ -14,7 +14,7 @@
 //   tensor cores read tile t from the other.
 // D must be 64 or 128, and N a multiple of 64 (whole tiles; no masking of a ragged end).
 // needs: sm_80 (cp.async copies and bf16 mma.sync)
-#include "flash.cuh"  // load_rows, cp.async groups and pack, shared with rung 5
+#include "flash.cuh"  // load_rows, cp.async (groups too) and pack, shared with rung 5
 
 #define BM 64  // queries per block: 4 warps x 16 rows
 #define BN 64  // keys per tile

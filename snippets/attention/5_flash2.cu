@@ -30,7 +30,7 @@
 // Shared memory: 128 queries and two stages of 64 keys and 64 values, 102 KiB at D = 128.
 // D must be 64 or 128.
 // needs: sm_80 (cp.async copies and bf16 mma.sync)
-#include "flash.cuh"  // load_rows, cp.async groups and pack, shared with rung 4
+#include "flash.cuh"  // load_rows, cp.async (groups too) and pack, shared with rung 4
 
 #define BM 128     // queries per block: 4 warps x 32 rows
 #define BN 64      // keys per tile

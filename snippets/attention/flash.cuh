@@ -28,12 +28,6 @@ __device__ __forceinline__ void load_rows(T* dst, const T* src, int first, int n
 }
 // --8<-- [end:load_rows]
 
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-// Wait until at most N of this thread's committed groups of copies are still in flight.
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-
 // Two floats rounded to the input type (to nearest) in one register, the first in the low half:
 // the order in which an mma operand register holds two consecutive elements.
 __device__ __forceinline__ unsigned pack(float lo, float hi, __half)

@@ -67,18 +67,18 @@ __device__ __forceinline__ void mma_gemm(const half* A, const half* B, float* C,
 
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < tiles) load_tile<BM, BN, BK, THREADS>(As + s * T::A_SIZE, Bs + s * T::B_SIZE, A, B + (size_t)(s * BK) * N, N, K, s * BK);
-        asm volatile("cp.async.commit_group;\n");
+        cp_async_commit();
     }
     for (int kt = 0; kt < tiles; ++kt) {
         // Tile kt has landed (at most STAGES-2 newer groups still pending), for every thread.
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
+        cp_async_wait<STAGES - 2>();
         __syncthreads();
         // Refill the stage that tile kt-1 used: everyone finished it before the barrier above.
         int next = kt + STAGES - 1;
         if (next < tiles)
             load_tile<BM, BN, BK, THREADS>(As + (next % STAGES) * T::A_SIZE, Bs + (next % STAGES) * T::B_SIZE,
                                        A, B + (size_t)(next * BK) * N, N, K, next * BK);
-        asm volatile("cp.async.commit_group;\n");
+        cp_async_commit();
 
         const half* as = As + (kt % STAGES) * T::A_SIZE;
         const half* bs = Bs + (kt % STAGES) * T::B_SIZE;
@@ -98,7 +98,7 @@ __device__ __forceinline__ void mma_gemm(const half* A, const half* B, float* C,
                               b[step % 2][j / 2][(j % 2) * 2 + 1], half());
         }
     }
-    asm volatile("cp.async.wait_group 0;\n");
+    cp_async_wait<0>();
 
     // Accumulator layout of m16n8: c0,c1 at (lane/4, 2*(lane%4)+{0,1}), c2,c3 eight rows down.
     C += (size_t)(by * BM + wm) * N + bx * BN + wn;

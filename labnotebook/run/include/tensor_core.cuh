@@ -1,21 +1,12 @@
 // The PTX every tensor-core rung needs, written once for all experiments: asynchronous copies
-// into shared memory, ldmatrix and mma.sync.m16n8k16 (fp16 or bf16 in, fp32 accumulate).
+// into shared memory (async_copy.cuh), ldmatrix and mma.sync.m16n8k16 (fp16 or bf16 in, fp32 accumulate).
 // Kernels include it as "tensor_core.cuh": the engine puts this folder on nvcc's include path,
 // and a change here that changes their machine code stales the experiments that include it.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-__device__ __forceinline__ unsigned smem_addr(const void* p)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes from global to shared memory, through L2 only (.cg), without a register on the way.
-__device__ __forceinline__ void cp_async16(void* dst, const void* src)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
-}
+#include "async_copy.cuh"  // smem_addr, cp_async16 and the cp.async groups
 
 // Four 8x8 tiles of 16-bit values from shared memory, one row address per lane (lanes 8i to
 // 8i+7 address tile i); .trans hands each tile over transposed.
