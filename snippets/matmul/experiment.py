@@ -41,6 +41,11 @@ def any_shape(case):
     return Launch(grid=(cdiv(case.n, 128), *split_y(cdiv(case.m, 128))), block=(256,), args=args(case))
 
 
+# Rung 10's ring in shared memory: 4 stages, each a 128x16 tile of A (stored transposed, its rows
+# padded by 4 floats) and a 16x256 tile of B, in float32.
+RING_BYTES = 4 * 16 * ((128 + 4) + 256) * 4
+
+
 def tiles(m, n, k):
     """A rung's code paths: along each of M, N and K, none, one or several of each of its tile
     edges there (``m``, ``n`` and ``k`` are tuples of them; 1 counts the steps of a loop that
@@ -98,16 +103,20 @@ experiment = Experiment(
                paths=tiles((128,), (128,), (8,))),
         # Its float4 loads fall back to scalars where a row of A or B is not 16-byte aligned.
         Kernel("9_any_shape.cu", "matmul_any_shape", any_shape, paths=tiles((128,), (128, 4), (8, 4))),
+        Kernel("10_async_ring.cu", "matmul_async_ring", tiled(128, 256, 16, 256, shared_bytes=RING_BYTES),
+               paths=tiles((128,), (256,), (16,))),
     ],
     cases=SQUARE + ODD + RAGGED,
     # Every rung runs at every edge case its launch accepts: rungs 1 to 3 and 9 at all of them (1×1×1
     # and sizes that are no multiple of any tile), the tiled rungs at whole tiles.
-    edge_cases=[mnk(1, 1, 1), mnk(17, 33, 65), mnk(128, 128, 8), mnk(257, 129, 63), mnk(256, 384, 1000),
+    edge_cases=[mnk(1, 1, 1), mnk(17, 33, 65), mnk(128, 256, 8), mnk(257, 129, 63), mnk(256, 384, 1000),
                 mnk(128, 256, 64, kind="inf, NaN"),
-                mnk(128, 128, 0),  # an empty inner dimension: C = 0, which the kernels must write
+                mnk(128, 256, 0),  # an empty inner dimension: C = 0, which the kernels must write
                 mnk(1, 2_097_153, 1),  # rung 1's 65537 y-blocks: two along z
                 # Several whole tiles, and several with a ragged last one along K.
-                mnk(256), mnk(129, 257, 300)],
+                mnk(256), mnk(129, 257, 300),
+                # Rung 10's tiles: one along K; several along M and N, and more of K than its ring holds.
+                mnk(128, 256, 16), mnk(256, 512, 80)],
     paths=paths,
     # Inputs, reference, flops and the large case as for every GEMM here (the large case's
     # tiles reach gridDim.z = 2 in every rung but 1).
