@@ -571,11 +571,13 @@ def test_matmul_tiled_rungs_declare_their_int_offsets():
             assert (launch is None) == (k.name in limited), f"{name}: {k.name} at {case.name}"
 
 
-def test_matmul_fp16_awkward_sizes_are_for_the_libraries():
+def test_matmul_fp16_awkward_sizes_are_for_the_any_shape_rung_and_the_libraries():
+    """N or K no multiple of 8 (rows off 16-byte boundaries), or 1x1x1: only rung 8 launches."""
     exp = experiment("matmul_fp16")
-    for name in ("1³", "17×33×65", "257×129×63"):
-        case = next(c for c in exp.edge_cases if c.name == name)
-        assert all(check_launch(exp, k, case, buffer_names(exp)) is None for k in cuda_kernels(exp)), name
+    for name in ("1³", "17×33×65", "257×129×63", "4097×4095×4093"):
+        case = next(c for c in exp.edge_cases + exp.cases if c.name == name)
+        launched = {k.name for k in cuda_kernels(exp) if check_launch(exp, k, case, buffer_names(exp)) is not None}
+        assert launched == {"8_any_shape"}, name
 
 
 # -- inputs, hashes, discovery ---------------------------------------------------------------------

@@ -8,7 +8,7 @@ from labnotebook.declare.typed_output import TypedOutputKernel
 from labnotebook.run import cublas
 from labnotebook.run.case_arrays import poisoned
 from labnotebook.run.device import sm_count
-from labnotebook.run.gemm import INT_MAX, MAX_DIM, gemm_declaration, mnk, tiled
+from labnotebook.run.gemm import INT_MAX, MAX_DIM, args, gemm_declaration, mnk, split_y, tiled
 from labnotebook.run.tma import TensorMap
 
 
@@ -69,6 +69,13 @@ def mma_smem(bm, bn, bk, stages):
     return stages * (bm * (bk + 8) + bk * (bn + 8)) * 2
 
 
+def any_shape(case):
+    """Launch for rung 8, which guards every edge: a block per 128×128 tile of C, the last ones
+    partial, y-blocks past 65535 along z."""
+    return Launch(grid=(cdiv(case.n, 128), *split_y(cdiv(case.m, 128))), block=(128,),
+                  shared_bytes=mma_smem(128, 128, 32, 4), args=args(case))
+
+
 # --8<-- [start:cublas]
 def cublas_gemm_ex(case, inputs, outputs):
     a, b, c = inputs["a"], inputs["b"], outputs["c"]  # GPUArrays: fp16 A and B, fp32 C
@@ -121,14 +128,17 @@ experiment = Experiment(
                     nvcc_options=HOPPER),
              TypedOutputKernel("7_half_output.cu", "matmul_persistent_half",
                     persistent_tiles(128, 256, 384, 3, cluster=2, tma_store=True),
-                    nvcc_options=HOPPER, outputs={"c": np.float16}, tolerance=FP16_OUT)],
-    cases=[mnk(1024), mnk(2048), mnk(4096), mnk(8192), mnk(1000), mnk(4096, 1024, 2048)],
-    # Whole tiles for every rung; ragged tiles that only the TMA rungs take (one row; M, N and K
-    # all past a tile's edge, K short of one 64-wide k-tile); then sizes only cuBLAS and torch
-    # take (the rungs say Unsupported): 1×1×1 and N or K no multiple of 8. 17152×128×192 is 67
-    # tiles of 256×256 for the persistent rungs' clusters, one more than the 66 clusters of 132
-    # SMs (an H100's or H200's): one cluster takes two, three k-tiles each, so its blocks' rings
-    # of 4 stages wrap from one tile into the next.
+                    nvcc_options=HOPPER, outputs={"c": np.float16}, tolerance=FP16_OUT),
+             Kernel("8_any_shape.cu", "matmul_mma_any_shape", any_shape)],
+    # 4097×4095×4093: primes near 4096, no multiple of any tile and rows of no multiple of 16
+    # bytes: only rung 8 and the libraries take it.
+    cases=[mnk(1024), mnk(2048), mnk(4096), mnk(8192), mnk(1000), mnk(4096, 1024, 2048), mnk(4097, 4095, 4093)],
+    # Whole tiles for every rung; ragged tiles that only the TMA rungs and rung 8 take (one row;
+    # M, N and K all past a tile's edge, K short of one 64-wide k-tile); then sizes only rung 8,
+    # cuBLAS and torch take (the other rungs say Unsupported): 1×1×1 and N or K no multiple of 8.
+    # 17152×128×192 is 67 tiles of 256×256 for the persistent rungs' clusters, one more than the
+    # 66 clusters of 132 SMs (an H100's or H200's): one cluster takes two, three k-tiles each, so
+    # its blocks' rings of 4 stages wrap from one tile into the next.
     edge_cases=[mnk(128, 128, 32), mnk(256, 384, 96), mnk(256, 512, 128), mnk(128, 256, 64, kind="inf, NaN"),
                 mnk(17152, 128, 192), mnk(1, 256, 64), mnk(200, 264, 72), mnk(130, 8, 8, kind="inf, NaN"),
                 mnk(1, 1, 1), mnk(17, 33, 65), mnk(257, 129, 63)],

@@ -30,6 +30,55 @@ __device__ __forceinline__ void load_tile(half* As, half* Bs, const half* A, con
 }
 // --8<-- [end:load_tile]
 
+// --8<-- [start:guarded]
+// Eight halves from src into dst (16 bytes, aligned), of which the first `inside` lie in the
+// matrix (all eight at 8 or more, none at 0 or less). A whole chunk of a row that starts on a
+// 16-byte boundary goes by cp.async; any other is read a half at a time, zeros past the edge,
+// and stored at once (the barrier before its tile is used covers both).
+__device__ __forceinline__ void copy8(half* dst, const half* src, int inside, bool aligned)
+{
+    if (aligned && inside >= 8) {
+        cp_async16(dst, src);
+        return;
+    }
+    half v[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = i < inside ? src[i] : __float2half(0.0f);
+    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(v);
+}
+
+// load_tile for any shape: `rows` of A and `cols` of B are left from the tile's corner on.
+// Rows of A (of B) start on 16-byte boundaries only where K (N) is a multiple of 8; the
+// choice is the same for every thread of the launch.
+template <int BM, int BN, int BK, int THREADS>
+__device__ __forceinline__ void load_tile_guarded(half* As, half* Bs, const half* A, const half* B,
+                                                  int rows, int cols, int N, int K, int k0)
+{
+    using T = Tiles<BM, BN, BK>;
+    for (int c = threadIdx.x; c < BM * BK / 8; c += THREADS) {
+        const int r = c / (BK / 8), k = k0 + (c % (BK / 8)) * 8;
+        copy8(As + r * T::A_STRIDE + (c % (BK / 8)) * 8, A + (size_t)r * K + k, r < rows ? K - k : 0, K % 8 == 0);
+    }
+    for (int c = threadIdx.x; c < BK * BN / 8; c += THREADS) {
+        const int r = c / (BN / 8), n = (c % (BN / 8)) * 8;
+        copy8(Bs + r * T::B_STRIDE + n, B + (size_t)(k0 + r) * N + n, k0 + r < K ? cols - n : 0, N % 8 == 0);
+    }
+}
+
+// Two results at c (columns n, n+1 of a row), of which the first `inside` lie in C: a float2
+// where both do and the row's length is even (8-byte aligned), else one float at a time.
+__device__ __forceinline__ void store2(float* c, float x, float y, bool row_inside, int inside, bool even)
+{
+    if (!row_inside || inside <= 0) return;
+    if (even && inside >= 2) {
+        *reinterpret_cast<float2*>(c) = make_float2(x, y);
+        return;
+    }
+    c[0] = x;
+    if (inside >= 2) c[1] = y;
+}
+// --8<-- [end:guarded]
+
 // A warp's fragments for one 16-wide step of K: 4 of A (its 64 rows), 4 x2 of B (64 columns).
 template <typename T>
 __device__ __forceinline__ void load_fragments(unsigned (&a)[4][4], unsigned (&b)[4][4], const half* as,
@@ -44,7 +93,8 @@ __device__ __forceinline__ void load_fragments(unsigned (&a)[4][4], unsigned (&b
 }
 
 // --8<-- [start:gemm]
-template <int BM, int BN, int BK, int STAGES>
+// ANY: any M, N and K, every edge guarded (rung 8); otherwise whole tiles only (rungs 2 and 3).
+template <int BM, int BN, int BK, int STAGES, bool ANY = false>
 __device__ __forceinline__ void mma_gemm(const half* A, const half* B, float* C, int M, int N, int K)
 {
     using T = Tiles<BM, BN, BK>;
@@ -59,14 +109,23 @@ __device__ __forceinline__ void mma_gemm(const half* A, const half* B, float* C,
     // Inside a tile (load_tile) they stay int, as fast as before: BM x K and BK x N
     // stay below 2^31 (the launch checks); B is passed moved down to the tile in 64 bits.
     const int bx = blockIdx.x, by = blockIdx.z * gridDim.y + blockIdx.y;
-    if (by >= M / BM) return;
+    if (by >= (ANY ? (M + BM - 1) / BM : M / BM)) return;
+    const int rows = M - by * BM, cols = N - bx * BN;  // of C, from this tile's corner on
     A += (size_t)by * BM * K;
     B += bx * BN;
     float acc[4][8][4] = {};             // 4 m16 tiles x 8 n8 tiles x 4 floats
-    const int tiles = K / BK;
+    const int tiles = ANY ? (K + BK - 1) / BK : K / BK;
+    auto stage_in = [&](int stage, int kt) {  // k-tile kt of A and B into a stage of the ring
+        if constexpr (ANY)
+            load_tile_guarded<BM, BN, BK, THREADS>(As + stage * T::A_SIZE, Bs + stage * T::B_SIZE, A, B, rows, cols, N, K,
+                                                   kt * BK);
+        else
+            load_tile<BM, BN, BK, THREADS>(As + stage * T::A_SIZE, Bs + stage * T::B_SIZE, A, B + (size_t)(kt * BK) * N, N, K,
+                                           kt * BK);
+    };
 
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < tiles) load_tile<BM, BN, BK, THREADS>(As + s * T::A_SIZE, Bs + s * T::B_SIZE, A, B + (size_t)(s * BK) * N, N, K, s * BK);
+        if (s < tiles) stage_in(s, s);
         cp_async_commit();
     }
     for (int kt = 0; kt < tiles; ++kt) {
@@ -75,9 +134,7 @@ __device__ __forceinline__ void mma_gemm(const half* A, const half* B, float* C,
         __syncthreads();
         // Refill the stage that tile kt-1 used: everyone finished it before the barrier above.
         int next = kt + STAGES - 1;
-        if (next < tiles)
-            load_tile<BM, BN, BK, THREADS>(As + (next % STAGES) * T::A_SIZE, Bs + (next % STAGES) * T::B_SIZE,
-                                       A, B + (size_t)(next * BK) * N, N, K, next * BK);
+        if (next < tiles) stage_in(next % STAGES, next);
         cp_async_commit();
 
         const half* as = As + (kt % STAGES) * T::A_SIZE;
@@ -107,8 +164,14 @@ __device__ __forceinline__ void mma_gemm(const half* A, const half* B, float* C,
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
             float* c = C + (size_t)(16 * i + lane / 4) * N + 8 * j + 2 * (lane % 4);
-            *reinterpret_cast<float2*>(c) = make_float2(acc[i][j][0], acc[i][j][1]);
-            *reinterpret_cast<float2*>(c + 8 * (size_t)N) = make_float2(acc[i][j][2], acc[i][j][3]);
+            if constexpr (ANY) {
+                const int r = wm + 16 * i + lane / 4, inside = cols - (wn + 8 * j + 2 * (lane % 4));
+                store2(c, acc[i][j][0], acc[i][j][1], r < rows, inside, N % 2 == 0);
+                store2(c + 8 * (size_t)N, acc[i][j][2], acc[i][j][3], r + 8 < rows, inside, N % 2 == 0);
+            } else {
+                *reinterpret_cast<float2*>(c) = make_float2(acc[i][j][0], acc[i][j][1]);
+                *reinterpret_cast<float2*>(c + 8 * (size_t)N) = make_float2(acc[i][j][2], acc[i][j][3]);
+            }
         }
 }
 // --8<-- [end:gemm]
