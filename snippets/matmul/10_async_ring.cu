@@ -6,6 +6,7 @@
 // ahead (four stages), with no register on the way and one barrier per 16 steps along K. A is
 // transposed on its way (4-byte copies into As[k][m]); B's rows go 16 bytes at a time.
 // Needs M a multiple of 128, N of 256 and K of 16.
+// needs: sm_80 (cp.async copies)
 #include "async_copy.cuh"
 
 constexpr int BM = 128, BN = 256, BK = 16, STAGES = 4, THREADS = 256;
