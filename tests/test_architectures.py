@@ -109,14 +109,19 @@ def test_the_gpu_page_s_table_counts_each_architecture_s_kernels_and_names_why_n
     for r in (run("8.6", "needs 102400 bytes of shared memory a block; this GPU gives a block at most 101376"),
               run("8.0", "")):
         architectures.write(tmp_path / "results", r)
-    ctx = SimpleNamespace(published=["portable"], results=SimpleNamespace(root=tmp_path), to=lambda p: p)
+    # The entry declares one kernel more than the runs saw: added after them.
+    declared = SimpleNamespace(kernels=[SimpleNamespace(name=n) for n in ("1_add", "3_big_shared", "5_drops_last", "6_new")])
+    ctx = SimpleNamespace(published=["portable"], results=SimpleNamespace(root=tmp_path, declaration=lambda e: declared),
+                          to=lambda p: p)
     runs = portability.runs_of(ctx)
     assert [r.capability for r in runs] == ["8.0", "8.6"]
     assert "**8.6** (Ampere: RTX 30, A10): run on an NVIDIA Fake GPU on 2026-11-27 at commit `abc`; 1 verified, " \
            "1 unavailable, 1 failed." in portability.summary(runs)
     table = portability.matrix(ctx, runs)
-    assert "| 2\u00a0verified · <abbr title=\"5&#95;drops&#95;last: one: wrong answer\">1\u00a0failed</abbr> |" in table
+    assert "| 2\u00a0verified · <abbr title=\"5&#95;drops&#95;last: one: wrong answer\">1\u00a0failed</abbr> · " in table
     assert "`portable/3_big_shared` as 8.6: needs 102400 bytes" in table
+    assert table.count("1\u00a0not\u00a0run\u00a0yet") == 2  # in both architectures' cells
+    assert "`portable/6_new` as 8.0: added after this run" in table
     assert portability.shared_memory_walls.__wrapped__(ctx) == "`portable/3_big_shared` (every case it takes) as 8.6"
     architectures.write(tmp_path / "results", run("8.6", "needs compute capability 9.0 or newer"))
     with pytest.raises(Problem, match="for want of shared memory"):  # the page's sentence would no longer hold

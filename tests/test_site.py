@@ -527,3 +527,10 @@ def test_the_site_s_modules_import_without_mkdocs():
     code = "import sys; sys.modules['mkdocs'] = None; import labnotebook.site.macros, labnotebook.site.notebook"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
+
+
+def test_source_files_are_listed_in_ladder_order():
+    """Rung 10's file comes after rung 9's, not between rung 1's and rung 2's."""
+    box = macros.sources(collecting_context(ROOT), "matmul")
+    at = [box.index(f"<code>{name}</code>") for name in ("1_naive.cu", "2_coalesced.cu", "9_any_shape.cu", "10_async_ring.cu")]
+    assert at == sorted(at)

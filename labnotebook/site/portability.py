@@ -73,10 +73,12 @@ def summary(runs: list[ArchitectureRun]) -> str:
 
 def matrix(ctx, runs: list[ArchitectureRun]) -> str:
     """An entry per row, an architecture per column: how many of its kernels verified there, and
-    how many it could not run, each reason in the cell's hover and in the list under the table."""
+    how many it could not run, each reason in the cell's hover and in the list under the table;
+    and how many kernels the entry declares now that the run never saw (added since)."""
     head = ["entry", *(f"{r.capability} ({FAMILIES.get(r.capability, '')})" for r in runs)]
     lines, reasons = [], []
     for experiment in ctx.published:
+        declared = [k.name for k in ctx.results.declaration(experiment).kernels]
         row = [f"[{experiment}]({ctx.to(experiment + '.md')})"]
         for run in runs:
             entry = run.experiments.get(experiment)
@@ -94,9 +96,14 @@ def matrix(ctx, runs: list[ArchitectureRun]) -> str:
                 parts.append(f'<abbr title="{cell(why)}">{text}</abbr>' if why else text)
                 if status in ("unavailable", "failed"):
                     reasons += [f"`{experiment}/{k}` as {run.capability}: {fmt.cell(kernels[k].why)}" for k in names]
+            unseen = [k for k in declared if k not in kernels]
+            if unseen:
+                parts.append(f'<abbr title="{cell(", ".join(unseen))}">{len(unseen)}\u00a0not\u00a0run\u00a0yet</abbr>')
+                reasons += [f"`{experiment}/{k}` as {run.capability}: added after this run; "
+                            f"`build_results.py --arch {run.capability}` runs it" for k in unseen]
             row.append(" · ".join(parts))
         lines.append(row)
     listed = "\n".join(f"    - {r}" for r in reasons)
-    details = f'\n\n??? note "Why each kernel that did not run could not"\n\n{listed}\n' if reasons else ""
+    details = f'\n\n??? note "What did not run as each architecture, and why"\n\n{listed}\n' if reasons else ""
     return table(head, lines) + details
 
