@@ -1,6 +1,6 @@
-// The tensor-core GEMM of rungs 2 and 3, written once for any block tile: cp.async into a
+// The tensor-core GEMM of rungs 2, 3 and 8, written once for any block tile: cp.async into a
 // ring of shared-memory stages, ldmatrix, mma.sync.m16n8k16 with fp32 accumulators. Each warp
-// owns a 64x64 piece of the block's BM x BN output tile.
+// owns a 64x64 piece of the block's BM x BN output tile. Rung 8 asks for every edge guarded.
 #pragma once
 #include "tensor_core.cuh"  // cp_async16, ldmatrix_x4(_trans) and mma_16816, shared with attention
 
@@ -108,6 +108,7 @@ __device__ __forceinline__ void mma_gemm(const half* A, const half* B, float* C,
     // extra blocks leave). Offsets are 64-bit, widened before the multiplies: past 2^31 floats.
     // Inside a tile (load_tile) they stay int, as fast as before: BM x K and BK x N
     // stay below 2^31 (the launch checks); B is passed moved down to the tile in 64 bits.
+    // The guarded loads (any shape) widen every row offset.
     const int bx = blockIdx.x, by = blockIdx.z * gridDim.y + blockIdx.y;
     if (by >= (ANY ? (M + BM - 1) / BM : M / BM)) return;
     const int rows = M - by * BM, cols = N - bx * BN;  // of C, from this tile's corner on
