@@ -534,3 +534,12 @@ def test_source_files_are_listed_in_ladder_order():
     box = macros.sources(collecting_context(ROOT), "matmul")
     at = [box.index(f"<code>{name}</code>") for name in ("1_naive.cu", "2_coalesced.cu", "9_any_shape.cu", "10_async_ring.cu")]
     assert at == sorted(at)
+
+
+def test_gpu_table_drops_the_copy_share_only_where_no_row_has_one():
+    """A GEMM's rows have no share of the copy bandwidth: no column of dashes. A copy's do."""
+    ctx = collecting_context(ROOT)
+    gemm = macros.gpu_table(ctx, "matmul", "4096³", ["10_async_ring", "cuBLAS"])
+    copy = macros.gpu_table(ctx, "vec_add", "2^28", ["1_add", "torch"])
+    assert "H100 throughput" in gemm and "% of copy" not in gemm
+    assert "H100 % of copy" in copy and "H200 % of copy" in copy
