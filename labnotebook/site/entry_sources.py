@@ -3,14 +3,8 @@ them, and the commands that make them again on a GPU."""
 
 from __future__ import annotations
 
-import re
-
+from . import fmt
 from .views import Problem, run_command
-
-
-def ladder_order(path: str) -> list:
-    """Sort key that reads the numbers in a path as numbers: rung 10's file after rung 9's."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path)]
 
 
 def files(ctx, experiment) -> str:
@@ -21,8 +15,8 @@ def files(ctx, experiment) -> str:
     if key.error:
         raise Problem("error", f"{experiment}: {key.error}", experiment)
     here = f"snippets/{experiment}/"
-    links = " · ".join(f'<a href="../{path}" download><code>{path.removeprefix(here)}</code></a>'
-                       for path in sorted(key.files, key=ladder_order) if path.startswith(here))
+    ours = sorted((path.removeprefix(here) for path in key.files if path.startswith(here)), key=fmt.rung_order)
+    links = " · ".join(f'<a href="../{here}{name}" download><code>{name}</code></a>' for name in ours)
     engine = ", ".join(f"`{path.removeprefix('labnotebook/')}`" for path in sorted(key.files)
                        if not path.startswith(here) and "/protocol/" not in path)
     return (f'!!! abstract "Source files"\n    {links}. Its results are keyed on these, on {engine} and on the '
