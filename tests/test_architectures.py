@@ -85,6 +85,22 @@ def test_a_later_run_of_some_experiments_keeps_the_others(emulated, tmp_path):
     assert run.experiments["elsewhere"].date.startswith("2026-11-26")  # kept as it ran, with its own date
 
 
+def test_a_run_of_some_experiments_on_another_gpu_model_is_refused_before_it_loses_the_others(emulated):
+    project, _ = emulated
+    path = project / "results" / "architectures" / "sm_80.json"
+    data = json.loads(path.read_text())
+    data["gpu"] = "NVIDIA Other GPU"  # the file's records name one GPU: a run here replaces it whole
+    data["experiments"]["elsewhere"] = {"date": "2026-11-26T00:00:00+00:00", "commit": "abc",
+                                        "kernels": {"1_k": {"status": "verified", "cases": 3, "why": ""}}}
+    path.write_text(json.dumps(data))
+    before = path.read_text()
+    proc = run_cli("--arch", "8.6", "8.0", "--only", "portable", root=project, env=fake_env())
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "sm_80.json was run on an NVIDIA Other GPU" in proc.stderr and "leaves out elsewhere" in proc.stderr
+    assert path.read_text() == before  # refused before anything ran: 8.6 was not rewritten either
+    assert "as compute capability" not in proc.stdout
+
+
 @pytest.mark.parametrize("given, message", [(["9.5"], "this GPU is 9.0"), (["eight"], "compute capabilities such as")])
 def test_an_architecture_the_gpu_cannot_run_is_refused(tmp_path, given, message):
     project = copy_project(tmp_path, [FIXTURE])

@@ -305,7 +305,7 @@ def test_a_comparison_rendered_from_the_data_flips_with_it(flipped):
 
 
 @pytest.mark.parametrize("page, claim", [
-    ("softmax.md", "`9_cluster` faster than `torch`"),
+    ("softmax.md", "`12_pipelined` faster than `torch`"),
     ("coalescing.md", "`torch` within 10% of `1_strided_read`"),
     ("cublas.md", "`torch` within 3% of `cuBLAS`"),
     ("matmul.md", "within 5%"),
