@@ -49,15 +49,16 @@ def run(root: Path, console: Console, given: list[str], selected: dict[str, Path
     """Run ``selected`` as each architecture of ``given`` on GPU ``gpu`` (of model ``name``); write
     and show each."""
     results = root / "results"
+    ccs = capabilities(given, gpu)
+    lasts = last_runs(results)
+    check_nothing_dropped(results, [lasts[cc] for cc in ccs if cc in lasts], selected, name)
     processes = Processes()
     (root / CUBIN_CACHE).mkdir(parents=True, exist_ok=True)
     workers = Workers(root, processes, root / CUBIN_CACHE, [gpu], console)
     failed = False
-    ccs = capabilities(given, gpu)
-    check_nothing_dropped(results, ccs, selected, name)
     try:
         for cc in ccs:
-            done = _run_one(workers, cc, selected, gpu, name, results)
+            done = _run_one(workers, cc, selected, gpu, name, results, lasts.get(cc))
             console.print(table(done))
             console.print(f"wrote {architectures.path(results, cc).relative_to(root).as_posix()}")
             failed |= bool(done.failed())
@@ -67,32 +68,31 @@ def run(root: Path, console: Console, given: list[str], selected: dict[str, Path
     return 1 if failed else 0
 
 
-def _last(results: Path, cc: str) -> ArchitectureRun | None:
+def last_runs(results: Path) -> dict[str, ArchitectureRun]:
+    """The runs on file, by capability; none where they cannot be read (each is then replaced whole)."""
     try:
-        return {r.capability: r for r in architectures.read_all(results)}.get(cc)
-    except NotebookError:  # unreadable: replaced whole
-        return None
+        return {r.capability: r for r in architectures.read_all(results)}
+    except NotebookError:
+        return {}
 
 
-def check_nothing_dropped(results: Path, ccs: list[str], selected: dict[str, Path], name: str) -> None:
+def check_nothing_dropped(results: Path, lasts: list[ArchitectureRun], selected: dict[str, Path], name: str) -> None:
     """Refuse, before anything runs, a run that would lose records: a file keeps the experiments
     that ``selected`` leaves out only where it was written on the same GPU model (its records
     name one GPU), so on another model every experiment it holds must run again."""
-    for cc in ccs:
-        last = _last(results, cc)
-        left_out = sorted(set(last.experiments) - set(selected)) if last and last.gpu != name else []
+    for last in lasts:
+        left_out = sorted(set(last.experiments) - set(selected)) if last.gpu != name else []
         if left_out:
             raise NotebookError(
-                f"{architectures.path(results, cc).name} was run on an {last.gpu}; a run on an {name} "
+                f"{architectures.path(results, last.capability).name} was run on an {last.gpu}; a run on an {name} "
                 f"replaces it whole, and --only leaves out {', '.join(left_out)}, whose records would be lost. "
                 "Run every experiment here (no --only), or run these on an " + last.gpu)
 
 
 def _run_one(workers: Workers, cc: str, selected: dict[str, Path], gpu: int, name: str,
-             results: Path) -> ArchitectureRun:
-    """One architecture's run, over the last one's experiments (on the same GPU model) where
+             results: Path, last: ArchitectureRun | None) -> ArchitectureRun:
+    """One architecture's run, over the ``last`` one's experiments (on the same GPU model) where
     ``selected`` leaves some out: each keeps the date and commit it ran at."""
-    last = _last(results, cc)
     runs: dict[str, EntryRun] = {}
     for experiment, folder in selected.items():
         exp = load(folder)
