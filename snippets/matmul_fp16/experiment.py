@@ -1,6 +1,8 @@
 """fp16 GEMM on tensor cores, C = A @ B with fp16 inputs and fp32 accumulation (row-major),
 against cublasGemmEx (same precisions), cublasHgemm (fp16 throughout) and torch.matmul."""
 
+from dataclasses import replace
+
 import numpy as np
 
 from labnotebook import Baseline, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
@@ -14,7 +16,7 @@ from labnotebook.run.tma import TensorMap
 
 def tma_operands(case, bm: int, tma_store: bool = False) -> tuple:
     """The Hopper rungs' arguments: A and B as TMA descriptors loaded 64 along K at a time (bm
-    rows of A, 64-column slabs of B), C (with ``tma_store``, fp16 C's descriptor, stored in
+    rows of A a load, 64-column slabs of B), C (with ``tma_store``, fp16 C's descriptor, stored in
     64 x 64 boxes), M, N and K. TMA zero-fills past the matrix's edges, so any M; its rows must
     be multiples of 16 bytes."""
     if case.n % 8 or case.k % 8:
@@ -46,21 +48,33 @@ def wgmma_tiles(bm, bn, threads, stages):
     return launch
 
 
-def persistent_tiles(bm, bn, threads, stages, cluster, tma_store=False):
+def persistent_tiles(bm, bn, threads, stages, cluster, tma_store=False, share="b"):
     """Launch for the persistent rungs: clusters of ``cluster`` blocks, each cluster's tile
-    ``cluster`` bm x bn tiles one above the other, and as many clusters as the GPU's SMs hold
-    (one block an SM), fewer where there are fewer tiles. ``tma_store``: C is fp16, stored by
-    the TMA in 64 x 64 boxes from shared memory (bm x bn halves of it a block)."""
+    ``cluster`` bm x bn tiles one above the other (``share`` "b": they share B's columns) or
+    side by side ("a": they share A's rows, each loading bm / cluster of them), and as many
+    clusters as the GPU's SMs hold (one block an SM), fewer where there are fewer tiles.
+    ``tma_store``: C is fp16, stored by the TMA in 64 x 64 boxes from shared memory (bm x bn
+    halves of it a block)."""
     def launch(case):
-        operands = tma_operands(case, bm, tma_store)
-        tiles = cdiv(case.m, cluster * bm) * cdiv(case.n, bn)
+        operands = tma_operands(case, bm // cluster if share == "a" else bm, tma_store)
+        cm, cn = (1, cluster) if share == "a" else (cluster, 1)
+        tiles = cdiv(case.m, cm * bm) * cdiv(case.n, cn * bn)
         clusters = min(tiles, sm_count(default=132) // cluster)
         if tiles + clusters > INT_MAX:
-            raise Unsupported(f"a cluster steps through its {cluster * bm}×{bn} tiles in ints: "
+            raise Unsupported(f"a cluster steps through its {cm * bm}×{cn * bn} tiles in ints: "
                               f"fewer than 2^31 - 1 - {clusters} of them")
         shared = stages_bytes(bm, bn, stages) + (bm * bn * 2 if tma_store else 0)
         return Launch(grid=(cluster * clusters,), block=(threads,), shared_bytes=shared, args=operands)
     return launch
+
+
+def sized_tiles(case):
+    """Launch for rung 9: rung 7's launch, or, where rung 7's tiles would leave over half the
+    clusters idle, 128 x 64 tiles through 8 stages in clusters side by side (passed last: 1)."""
+    narrow = cdiv(case.m, 2 * 128) * cdiv(case.n, 256) < sm_count(default=132) // 2 / 2
+    launch = (persistent_tiles(128, 64, 384, 8, cluster=2, tma_store=True, share="a") if narrow
+              else persistent_tiles(128, 256, 384, 3, cluster=2, tma_store=True))(case)
+    return replace(launch, args=(*launch.args, np.int32(narrow)))
 
 
 def mma_smem(bm, bn, bk, stages):
@@ -129,7 +143,9 @@ experiment = Experiment(
              TypedOutputKernel("7_half_output.cu", "matmul_persistent_half",
                     persistent_tiles(128, 256, 384, 3, cluster=2, tma_store=True),
                     nvcc_options=HOPPER, outputs={"c": np.float16}, tolerance=FP16_OUT),
-             Kernel("8_any_shape.cu", "matmul_mma_any_shape", any_shape)],
+             Kernel("8_any_shape.cu", "matmul_mma_any_shape", any_shape),
+             TypedOutputKernel("9_sized_tiles.cu", "matmul_sized_tiles", sized_tiles, nvcc_options=HOPPER,
+                               outputs={"c": np.float16}, tolerance=FP16_OUT)],
     # 4097×4095×4093: primes near 4096, no multiple of any tile and rows of no multiple of 16
     # bytes: only rung 8 and the libraries take it.
     cases=[mnk(1024), mnk(2048), mnk(4096), mnk(8192), mnk(1000), mnk(4096, 1024, 2048), mnk(4097, 4095, 4093)],
@@ -138,9 +154,11 @@ experiment = Experiment(
     # cuBLAS and torch take (the other rungs say Unsupported): 1×1×1 and N or K no multiple of 8.
     # 17152×128×192 is 67 tiles of 256×256 for the persistent rungs' clusters, one more than the
     # 66 clusters of 132 SMs (an H100's or H200's): one cluster takes two, three k-tiles each, so
-    # its blocks' rings of 4 stages wrap from one tile into the next.
+    # its blocks' rings of 4 stages wrap from one tile into the next. 384×4096×16 is rung 9's
+    # narrow tiles at their widest use, 32 clusters' worth of rung 7's tiles: 96 of its own
+    # 128×128 cluster tiles for 66 clusters, so its rings wrap too, each k-tile short of 64.
     edge_cases=[mnk(128, 128, 32), mnk(256, 384, 96), mnk(256, 512, 128), mnk(128, 256, 64, kind="inf, NaN"),
-                mnk(17152, 128, 192), mnk(1, 256, 64), mnk(200, 264, 72), mnk(130, 8, 8, kind="inf, NaN"),
+                mnk(17152, 128, 192), mnk(384, 4096, 16), mnk(1, 256, 64), mnk(200, 264, 72), mnk(130, 8, 8, kind="inf, NaN"),
                 mnk(1, 1, 1), mnk(17, 33, 65), mnk(257, 129, 63)],
     **gemm_declaration(np.float16),  # inputs, reference, flops and the large case, as for every GEMM here
     # fp16 x fp16 products are exact in fp32; what is left is fp32 accumulation, which tensor

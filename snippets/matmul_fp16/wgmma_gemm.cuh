@@ -32,6 +32,13 @@ __device__ __forceinline__ void load_k_tile(half* As, half* Bs, const CUtensorMa
     tma_load_tile<BN>(Bs, map_b, full, BK, n0, k0);
 }
 
+// The 64-column shape, for rung 9's narrowest tiles (the wider ones are the engine's hopper.cuh).
+__device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], uint64_t desc_a, uint64_t desc_b)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" WGMMA_REGS32 "}, %32, %33, 1, 1, 1, 0, 1;\n"
+                 : WGMMA_ACC32 : "l"(desc_a), "l"(desc_b));
+}
+
 // --8<-- [start:mma]
 // One k-tile for one warpgroup: its 64 rows of A against all BN columns of B, in 4 wgmmas of
 // K = 16. Along K, A's next 16 halves are 32 bytes further along its swizzled rows; B's next 16
@@ -45,8 +52,10 @@ __device__ __forceinline__ void mma_k_tile(float (&d)[BN / 2], const half* As, c
         uint64_t b = wgmma_desc(Bs + 16 * k * 64, BK * 128, 1024);
         if constexpr (BN == 256) {
             wgmma_m64n256k16(d, a, b);
-        } else {
+        } else if constexpr (BN == 128) {
             wgmma_m64n128k16(d, a, b);
+        } else {
+            wgmma_m64n64k16(d, a, b);
         }
     }
 }
