@@ -28,6 +28,12 @@ def as_numpy(value) -> np.ndarray:
     return np.asarray(value)
 
 
+def poison_gpu(cuda, array) -> None:
+    """Every byte of a GPUArray set to ``POISON_BYTE``: an element left unwritten then fails."""
+    if array.nbytes:
+        cuda.memset_d8(array.gpudata, POISON_BYTE, array.nbytes)
+
+
 def poisoned(like, dtype):
     """A GPUArray of ``like``'s shape in ``dtype``, poisoned as the outputs are: for a kernel or
     a library call that writes an output in a type of its own (fp16 where the experiment's is
@@ -36,8 +42,7 @@ def poisoned(like, dtype):
     from pycuda import gpuarray
 
     out = gpuarray.empty(like.shape, dtype)
-    if out.nbytes:
-        cuda.memset_d8(out.gpudata, POISON_BYTE, out.nbytes)
+    poison_gpu(cuda, out)
     return out
 
 
@@ -104,8 +109,7 @@ class CaseArrays:
                 a.view(np.uint8).fill(POISON_BYTE)
         else:
             for a in self.dev_out.values():
-                if a.nbytes:
-                    self.cuda.memset_d8(a.gpudata, POISON_BYTE, a.nbytes)
+                poison_gpu(self.cuda, a)
 
     def fetch(self, device: str, returned, on_gpu: bool) -> Outputs:
         """The outputs: what the runnable returned as ``{name: array}``, else what it wrote in
