@@ -154,3 +154,22 @@ def test_a_kernel_that_writes_its_own_output_type_gets_a_poisoned_buffer_and_ret
     go = cuda_launch(fake_gpu, function, "rung", launch, {"c": own.gpudata}, None, returns={"c": own})
     assert go() == {"c": own} and calls == [(own.gpudata,)]
     assert cuda_launch(fake_gpu, function, "rung", launch, {"c": fp32.gpudata}, None)() is None
+
+
+def test_a_bf16_output_is_poisoned_bits_read_back_widened_exactly(fake_gpu):
+    """BF16 (attention's rung 7 writes O in bf16 where the input is bf16): an int16 buffer of the
+    output's shape, every byte poisoned (NaN in bf16 too), which a launch names by its device
+    memory and which is read back as float32 holding each bf16 value exactly."""
+    from pycuda import gpuarray
+
+    from labnotebook.declare.typed_output import BF16
+    from labnotebook.run.case_arrays import Bfloat16Bits, as_numpy, poisoned
+
+    own = poisoned(gpuarray.empty((2, 3), np.float32), BF16)
+    assert isinstance(own, Bfloat16Bits) and own.bits.dtype == np.int16 and own.bits.shape == (2, 3)
+    assert own.gpudata is own.bits.gpudata and own.numel() == 6
+    assert np.isnan(as_numpy(own)).all()
+    values = np.array([[1.0, -2.5, 3.140625], [65280.0, 2.0**-130, -0.0]], np.float32)  # each a bf16 value
+    fake_gpu.memcpy_htod(own.gpudata, (values.view(np.uint32) >> 16).astype(np.uint16).view(np.int16))
+    got = as_numpy(own)
+    assert got.dtype == np.float32 and got.tobytes() == values.tobytes()

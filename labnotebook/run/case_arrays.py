@@ -9,6 +9,7 @@ from typing import Mapping
 
 import numpy as np
 
+from ..declare.typed_output import BF16
 from .outputs import Outputs, torch_view
 from .protocol import POISON_BYTE
 from .protocol.verify import GPU_CHECK_MIN, DeviceReference
@@ -21,6 +22,8 @@ def elements(value) -> int:
 
 
 def as_numpy(value) -> np.ndarray:
+    if isinstance(value, Bfloat16Bits):
+        return value.widened()
     if hasattr(value, "detach"):  # torch tensors, on whatever device, and what stands for one
         value = value.detach().cpu().numpy()
     elif hasattr(value, "get"):  # PyCUDA GPUArrays
@@ -34,16 +37,39 @@ def poison_gpu(cuda, array) -> None:
         cuda.memset_d8(array.gpudata, POISON_BYTE, array.nbytes)
 
 
+class Bfloat16Bits:
+    """A bf16 output on the GPU, written as its 16-bit patterns into an int16 GPUArray (NumPy
+    has no bfloat16): its ``gpudata`` is what a launch names, and it is read widened to float32,
+    which holds every bf16 value exactly (through torch's view on the GPU, for the check there,
+    or by shifting the bits on the host)."""
+
+    is_cuda = True  # read on the GPU through detach(), as a torch tensor would be
+
+    def __init__(self, bits):
+        self.bits, self.gpudata = bits, bits.gpudata
+
+    def numel(self) -> int:
+        return self.bits.size
+
+    def detach(self):
+        import torch
+
+        return torch.as_tensor(self.bits, device="cuda").view(torch.bfloat16).float()
+
+    def widened(self) -> np.ndarray:
+        return (self.bits.get().astype(np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
 def poisoned(like, dtype):
-    """A GPUArray of ``like``'s shape in ``dtype``, poisoned as the outputs are: for a kernel or
-    a library call that writes an output in a type of its own (fp16 where the experiment's is
-    fp32), whose element left unwritten must still fail."""
+    """A GPUArray of ``like``'s shape in ``dtype`` (``BF16``: its bits, as ``Bfloat16Bits``),
+    poisoned as the outputs are: for a kernel or a library call that writes an output in a type
+    of its own (fp16 where the experiment's is fp32), whose element left unwritten must still fail."""
     import pycuda.driver as cuda
     from pycuda import gpuarray
 
-    out = gpuarray.empty(like.shape, dtype)
+    out = gpuarray.empty(like.shape, np.int16 if dtype == BF16 else dtype)
     poison_gpu(cuda, out)
-    return out
+    return Bfloat16Bits(out) if dtype == BF16 else out
 
 
 class CaseArrays:

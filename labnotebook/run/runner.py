@@ -34,9 +34,10 @@ class FatalCudaError(NotebookError):
     """The CUDA context is unusable (an illegal address, say): nothing more can run in it."""
 
 
-def own_outputs(k: Kernel, outputs: dict) -> dict:
-    """The poisoned buffers a TypedOutputKernel writes in its own types (none for another kernel)."""
-    typed = k.outputs if isinstance(k, TypedOutputKernel) else {}
+def own_outputs(k: Kernel, outputs: dict, case: Case) -> dict:
+    """The poisoned buffers a TypedOutputKernel writes in its own types at ``case`` (none for
+    another kernel)."""
+    typed = k.outputs_at(case) if isinstance(k, TypedOutputKernel) else {}
     return {name: poisoned(outputs[name], dtype) for name, dtype in typed.items()}
 
 
@@ -134,7 +135,7 @@ class Runner:
                                     k.requires, k.tolerance, k.timed_cases))
             else:
                 def make(case, inputs, outputs, k=k):
-                    launch, own = k.launch(case), own_outputs(k, outputs)  # a case not taken allocates nothing
+                    launch, own = k.launch(case), own_outputs(k, outputs, case)  # a case not taken allocates nothing
                     return self.launcher(k, launch, {n: a.gpudata for n, a in {**inputs, **outputs, **own}.items()}, own)
                 out.append(Runnable(k.name, "kernel", "gpu", "cuda", make, "launch()",
                                     (), k.tolerance, k.timed_cases))
