@@ -3,7 +3,7 @@ fp32 accumulate, from the textbook's three steps to tensor cores, against PyTorc
 scaled_dot_product_attention and a plain PyTorch composition in fp32.
 
 Layout: Q, K and V are (B, H, N, D), contiguous. O is (B, H, N, D) in float32, for every input
-type: the engine declares one output type per experiment, and NumPy has no bfloat16. Causal
+type (NumPy has no bfloat16), except rung 7's, which writes O in the input type as SDPA does. Causal
 masking lets query i see keys 0..i; N x N is square, so every row sees key 0 and none is ever
 fully masked.
 """
@@ -14,7 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from labnotebook import Baseline, Case, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
+from labnotebook.declare.typed_output import BF16, TypedOutputKernel
 from labnotebook.run import draw
+from labnotebook.run.device import sm_count
 from labnotebook.run.tma import TensorMap
 from labnotebook.run.xp import namespace
 
@@ -212,18 +214,40 @@ def wgmma_shared_bytes(d):
     return 2 * d * (128 + 4 * 128) + 1024
 
 
-def wgmma(case):
-    """Rung 6 reads Q, K and V through TMA descriptors, each as one (B H N) x D matrix loaded 128
-    rows and 64 columns at a time. bf16 arrives as int16 bits: a descriptor moves 16-bit elements
-    without reading them (and fills zeros past the matrix), so fp16's serves both types."""
-    args = scalars(case)
+def tensor_maps(case):
+    """Rungs 6 and 7 read Q, K and V through TMA descriptors, each as one (B H N) x D matrix loaded
+    128 rows and 64 columns at a time. bf16 arrives as int16 bits: a descriptor moves 16-bit
+    elements without reading them (and fills zeros past the matrix), so fp16's serves both types."""
     head_dims(case, "wgmma shapes")
     rows = case.b * case.h * case.n
     if rows > INT_MAX:
         raise Unsupported(f"TMA's row coordinates are ints: B x H x N at most 2^31 - 1; got {rows:,}")
-    maps = [TensorMap(x, rows, case.d, box=(128, 64)) for x in "qkv"]
+    return [TensorMap(x, rows, case.d, box=(128, 64)) for x in "qkv"]
+
+
+def wgmma(case):
+    args = scalars(case)
     return Launch(grid=(cdiv(case.n, 128), case.h, case.b), block=(384,), shared_bytes=wgmma_shared_bytes(case.d),
-                  args=(*maps, "o", *args))
+                  args=(*tensor_maps(case), "o", *args))
+
+
+def work_items(case):
+    """Rung 7's work: every head's blocks of 128 queries."""
+    return cdiv(case.n, 128) * case.b * case.h
+
+
+def persistent(case):
+    """Rung 7: rung 6's block, one to an SM (its shared memory allows no more), each taking the
+    work items in turn; its output type is the input's (``o_type``)."""
+    n, d, scale, causal, bf16_ = scalars(case)
+    return Launch(grid=(min(work_items(case), sm_count(default=132)),), block=(384,),
+                  shared_bytes=wgmma_shared_bytes(case.d),
+                  args=(*tensor_maps(case), "o", n, d, np.int32(case.b * case.h), scale, causal, bf16_))
+
+
+def o_type(case):
+    """O in the input type: fp16, or bf16 as its bits."""
+    return {"o": np.float16 if case.dtype == "fp16" else BF16}
 
 
 # -- baselines ------------------------------------------------------------------------------------
@@ -349,6 +373,13 @@ def tiles(*heights):
     return paths
 
 
+def items_per_block(case):
+    """Rung 7's own path: whether a block takes one work item or several (the next Q reloaded,
+    the stages' barriers carried over)."""
+    several = work_items(case) > sm_count(default=132)
+    yield f"D = {case.d} {case.dtype}: {'several work items' if several else 'one work item'} a block"
+
+
 def flops(case):
     """2 N^2 D multiply-adds for each of Q K^T and P V per head; causal, about half of each."""
     return 4 * case.b * case.h * case.n ** 2 * case.d // (2 if case.mask == "causal" else 1)
@@ -367,8 +398,8 @@ def rounded_p(case):
 experiment = Experiment(
     title="Attention, forward: from three steps to tensor cores",
     # Each rung's tiles: rung 1 walks the keys 256 at a time (its threads), rung 2 128 at a time;
-    # rung 3 takes 64 queries and 64 or 32 keys, rung 4 64 and 64, rung 5 128 and 64, rung 6 128
-    # and 128, in two stages of 128 (256).
+    # rung 3 takes 64 queries and 64 or 32 keys, rung 4 64 and 64, rung 5 128 and 64, rungs 6 and
+    # 7 128 and 128, in two stages of 128 (256).
     kernels=[Kernel("1_naive.cu", "attention_naive", naive,
                     timed_cases=tuple(c.name for c in CASES if naive_fits(c)), paths=tiles(256)),
              # Rung 2 takes half a second a launch at N = 4096 and seconds at 8192 (a block per
@@ -381,7 +412,11 @@ experiment = Experiment(
              Kernel("5_flash2.cu", "attention_flash2", flash2, tolerance=rounded_p, paths=tiles(64, 128)),
              # wgmma and setmaxnreg exist only on sm_90a.
              Kernel("6_wgmma.cu", "attention_wgmma", wgmma, tolerance=rounded_p, nvcc_options=("-arch=sm_90a",),
-                    paths=tiles(128, 256))],
+                    paths=tiles(128, 256)),
+             # O rounded to the input type as SDPA's is: held to SDPA's bounds.
+             TypedOutputKernel("7_persistent.cu", "attention_persistent", persistent, tolerance=rounded_p,
+                               nvcc_options=("-arch=sm_90a",), outputs=o_type,
+                               paths=lambda case: [*tiles(128, 256)(case), *items_per_block(case)])],
     cases=CASES,
     edge_cases=[
         # One of everything (rungs 3 to 6 say Unsupported at D = 1), and one query against one key.
@@ -407,6 +442,11 @@ experiment = Experiment(
         # whose tiles are short of 256 rows (only rung 6's two stages need N = 512).
         shape(1, 2, 128, 64, mask="causal"), shape(1, 2, 128, 128, mask="causal"), shape(1, 2, 128, 128),
         shape(1, 1, 128, 128, "bf16", "causal"),
+        # More work items than SMs, so that rung 7's blocks take several each, in every template:
+        # ragged tiles (their values zeroed, then the stage reloaded for the next item), and
+        # several blocks of queries a head, causal.
+        shape(1, 140, 100, 64, mask="causal"), shape(1, 140, 100, 128, "bf16"),
+        shape(2, 35, 300, 64, "bf16", "causal"), shape(1, 70, 256, 128, mask="causal"),
     ],
     paths=paths,
     # 2^31 elements in each of Q, K and V (4 GiB each; O 8 GiB, its float64 reference 16 GiB on the

@@ -1,0 +1,134 @@
+// What rungs 6 and 7 share: FlashAttention-3's tile sizes and barriers, and the steps of a
+// consumer warpgroup's loop over tiles of keys (Q K^T and P V issued as wgmmas, the online
+// softmax, P packed as P V's A operand), and writing O.
+#pragma once
+#include "wgmma_attention.cuh"
+
+#define BM 128  // queries per block: two consumer warpgroups of 64
+#define BN 128  // keys per tile
+#define STAGES 2
+#define CONSUMERS 2
+#define THREADS (128 * (CONSUMERS + 1))  // and one producer warpgroup
+#define TURN 1  // named barriers 1 and 2: each consumer's turn to issue
+#define ZEROED 3  // named barrier 3: a ragged last tile's values are zeroed
+
+// One mbarrier per event: Q (rung 7 reloads it, once both consumers are done with it), and each
+// stage of K and of V, landed (full) or free again (empty).
+struct Barriers {
+    uint64_t q, q_empty, k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
+};
+
+// S = Q K^T for the warpgroup's 64 queries (qs: its first row in slab 0 of the block's Q) and a
+// tile's 128 keys: D / 16 wgmmas. Along D, the next 16 columns are 32 bytes further along the
+// swizzled rows, and every 64 columns start a new slab.
+template <typename T, int D>
+__device__ __forceinline__ void issue_qk(float (&s)[BN / 2], const T* qs, const T* kt)
+{
+    fence_registers(s);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+        wgmma_qk(s, wgmma_desc(qs + kk / 4 * BM * 64 + kk % 4 * 16, 16, 1024),
+                 wgmma_desc(kt + kk / 4 * BN * 64 + kk % 4 * 16, 16, 1024), kk > 0, T());
+    wgmma_commit();
+}
+
+// O += P V for a tile: BN / 16 wgmmas, 16 keys each. The next 16 keys are 16 swizzled rows of
+// 128 bytes further down each slab of V; the slabs (64 columns of D each) are BN rows apart.
+template <typename T, int D>
+__device__ __forceinline__ void issue_pv(float (&o)[D / 2], const unsigned (&p)[BN / 16][4], const T* vt)
+{
+    fence_registers(o);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) wgmma_pv(o, p[kk], wgmma_desc(vt + kk * 16 * 64, BN * 128, 1024), T());
+    wgmma_commit();
+}
+
+// The online softmax of one tile, as in rung 5: masks where the tile needs them, each row's new
+// maximum m over its quad, alpha (what the terms held so far are multiplied by), the weights P
+// in place of the scores, in fp32, and the row sums l of this thread's columns. Element e of
+// n8 group j of s is row `row0` + 8 (e / 2), key `key0` + 8 j + 2 (lane % 4) + e % 2.
+__device__ __forceinline__ void softmax_tile(float (&s)[BN / 2], float (&m)[2], float (&l)[2], float (&alpha)[2],
+                                             int row0, int key0, int n, int causal, bool masked, float scale_log2)
+{
+    const int lane = threadIdx.x % 32;
+    if (masked)
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) {
+            const int key = key0 + 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+            if (key >= n || (causal && key > row0 + 8 * (i % 4 / 2))) s[i] = -INFINITY;
+        }
+    float shift[2];  // exp2(s * scale_log2 - shift) is the weight of score s
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float mx = m[h];
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        shift[h] = mx == -INFINITY ? 0.0f : mx * scale_log2;  // -inf - -inf would be NaN
+        alpha[h] = exp2_ftz(m[h] * scale_log2 - shift[h]);    // 1 exactly if mx == m
+        m[h] = mx;
+        l[h] *= alpha[h];
+    }
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) {
+        s[i] = exp2_ftz(fmaf(s[i], scale_log2, -shift[i % 4 / 2]));
+        l[i % 4 / 2] += s[i];
+    }
+}
+
+// P rounded to the input type and packed as the A operand of P V: 16 keys (two n8 groups of
+// S) make one m64k16 fragment, in the order of mma.sync's A. Done only once the previous P V
+// has landed: wgmma reads its A registers until then, and writing new values into them earlier
+// would make ptxas serialise every wgmma.
+template <typename T>
+__device__ __forceinline__ void pack_p(unsigned (&p)[BN / 16][4], const float (&s)[BN / 2])
+{
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) p[kk][i] = pack(s[8 * kk + 2 * i], s[8 * kk + 2 * i + 1], T());
+}
+
+// O *= alpha, row by row; skipped by a warp none of whose rows found a new maximum.
+template <int R>
+__device__ __forceinline__ void rescale(float (&o)[R], const float (&alpha)[2])
+{
+    if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f))
+#pragma unroll
+        for (int i = 0; i < R; ++i) o[i] *= alpha[i % 4 / 2];
+}
+
+// Two consecutive elements of a row of O, in O's type: float32 (rung 6), or packed in the input
+// type, rounded to nearest (rung 7, as SDPA writes it).
+__device__ __forceinline__ void store_pair(float* out, float a, float b)
+{
+    *reinterpret_cast<float2*>(out) = make_float2(a, b);
+}
+
+template <typename T>
+__device__ __forceinline__ void store_pair(T* out, float a, float b)
+{
+    *reinterpret_cast<unsigned*>(out) = pack(a, b, T());
+}
+
+// The end of a block of queries: l summed over the quad, then O = acc / l for this thread's two
+// rows (row0 and row0 + 8) of the head whose first row is `head`, rows < n only.
+template <int D, typename Out>
+__device__ __forceinline__ void store_o(Out* O, const float (&o)[D / 2], const float (&l)[2], int head, int row0, int n)
+{
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float sum = l[h];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        const int row = row0 + 8 * h;
+        if (row >= n) continue;
+        Out* out = O + (static_cast<long long>(head) + row) * D + 2 * (lane % 4);
+#pragma unroll
+        for (int j = 0; j < D / 8; ++j) store_pair(out + 8 * j, o[4 * j + 2 * h] / sum, o[4 * j + 2 * h + 1] / sum);
+    }
+}
