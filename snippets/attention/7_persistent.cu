@@ -1,11 +1,14 @@
 // Rung 7: rung 6's loop, in blocks that stay. Two things FlashAttention-3 does that rung 6 did not:
 // - O is written in the input type (fp16 or bf16, rounded to nearest), as SDPA writes it: half
 //   of rung 6's float32 bytes.
-// - One block per SM, each taking blocks of 128 queries in turn (block b takes b, b + the grid's
-//   size, ...), ordered head by head so that the blocks at work at once share their heads' K and
-//   V in L2; causal, the longest first within each head. A block's producer loads the next
-//   block of queries' Q and first tiles of K and V while its consumers still finish the last
-//   tile and write O, where rung 6's next block could start loading only once the SM was free.
+// - One block per SM, each taking work items (a block of 128 queries of a head) two at a time:
+//   block b takes items 2b and 2b + 1, then 2b + 2G and 2b + 2G + 1 (G: the grid's size), and
+//   so on. Items go head by head, so that the blocks at work at once share their heads' K and V
+//   in L2. Causal, a head's blocks of queries are taken longest and shortest in turn (the last,
+//   the first, the last but one, ...), so each pair holds about the same number of tiles and no
+//   block is left with more work than the others. A block's producer loads the next item's Q
+//   and first tiles of K and V while its consumers still finish the last tile and write O,
+//   where rung 6's next block could start loading only once the SM was free.
 // - So Q is reloaded: both consumers say when they are done with it (their last Q K^T has
 //   landed), and the stages' barriers count tiles from the block's first tile, not its head's.
 // D must be 64 or 128; any N.
@@ -13,13 +16,18 @@
 #include "flash3.cuh"  // the tile sizes, the barriers and the steps of the loop
 
 // --8<-- [start:kernel]
-// Work item w of the heads x blocks of queries: its head's first row, and its first query.
+// Work item w: its head's first row, and its first query. Causal, the head's blocks of
+// queries go longest and shortest in turn.
 __device__ __forceinline__ void work_item(int w, int blocks, int n, int causal, int& head, int& i0)
 {
     const int b = w % blocks;
     head = w / blocks * n;
-    i0 = (causal ? blocks - 1 - b : b) * BM;
+    i0 = (causal ? (b % 2 ? b / 2 : blocks - 1 - b / 2) : b) * BM;
 }
+
+// The items a block takes: from 2 blockIdx.x, two at a time, the grid's size of pairs apart.
+__device__ __forceinline__ int first_item() { return 2 * blockIdx.x; }
+__device__ __forceinline__ int next_item(int w) { return w % 2 ? w - 1 + 2 * gridDim.x : w + 1; }
 
 template <typename T, int D>
 __device__ __forceinline__ void flash3_persistent(const CUtensorMap* map_q, const CUtensorMap* map_k,
@@ -50,7 +58,7 @@ __device__ __forceinline__ void flash3_persistent(const CUtensorMap* map_q, cons
         if (warp == 4 * CONSUMERS && lane == 0) {
             tma_descriptor_acquire(map_q), tma_descriptor_acquire(map_k), tma_descriptor_acquire(map_v);
             int it = 0;  // tiles loaded so far: tile `it` goes to stage it % STAGES
-            for (int w = blockIdx.x, round_q = 0; w < items; w += gridDim.x, ++round_q) {
+            for (int w = first_item(), round_q = 0; w < items; w = next_item(w), ++round_q) {
                 int head, i0;
                 work_item(w, blocks, n, causal, head, i0);
                 if (round_q > 0) mbar_wait(&bar.q_empty, (round_q - 1) % 2);  // both consumers are done with Q
@@ -78,7 +86,7 @@ __device__ __forceinline__ void flash3_persistent(const CUtensorMap* map_q, cons
     // turn to the other after every issue.
     if (wg == 1) barrier_arrive(TURN, 128 * CONSUMERS);
     int it = 0;  // the item's first tile, counted as the producer counts them
-    for (int w = blockIdx.x, round_q = 0; w < items; w += gridDim.x, ++round_q) {
+    for (int w = first_item(), round_q = 0; w < items; w = next_item(w), ++round_q) {
         int head, i0;
         work_item(w, blocks, n, causal, head, i0);
         const int tiles = tiles_from(i0), row0 = i0 + 64 * wg + 16 * (warp % 4) + lane / 4;

@@ -238,9 +238,9 @@ def work_items(case):
 
 def persistent(case):
     """Rung 7: rung 6's block, one to an SM (its shared memory allows no more), each taking the
-    work items in turn; its output type is the input's (``o_type``)."""
+    work items two at a time; its output type is the input's (``o_type``)."""
     n, d, scale, causal, bf16_ = scalars(case)
-    return Launch(grid=(min(work_items(case), sm_count(default=132)),), block=(384,),
+    return Launch(grid=(min(cdiv(work_items(case), 2), sm_count(default=132)),), block=(384,),
                   shared_bytes=wgmma_shared_bytes(case.d),
                   args=(*tensor_maps(case), "o", n, d, np.int32(case.b * case.h), scale, causal, bf16_))
 
@@ -374,10 +374,11 @@ def tiles(*heights):
 
 
 def items_per_block(case):
-    """Rung 7's own path: whether a block takes one work item or several (the next Q reloaded,
-    the stages' barriers carried over)."""
-    several = work_items(case) > sm_count(default=132)
-    yield f"D = {case.d} {case.dtype}: {'several work items' if several else 'one work item'} a block"
+    """Rung 7's own path: whether a block takes one work item, one pair (the next Q reloaded,
+    the stages' barriers carried over) or several pairs: the same code in every template."""
+    items = work_items(case)
+    yield "one work item a block" if items == 1 else "one pair a block" if items <= 2 * sm_count(default=132) \
+        else "several pairs a block"
 
 
 def flops(case):
@@ -442,11 +443,11 @@ experiment = Experiment(
         # whose tiles are short of 256 rows (only rung 6's two stages need N = 512).
         shape(1, 2, 128, 64, mask="causal"), shape(1, 2, 128, 128, mask="causal"), shape(1, 2, 128, 128),
         shape(1, 1, 128, 128, "bf16", "causal"),
-        # More work items than SMs, so that rung 7's blocks take several each, in every template:
-        # ragged tiles (their values zeroed, then the stage reloaded for the next item), and
-        # several blocks of queries a head, causal.
-        shape(1, 140, 100, 64, mask="causal"), shape(1, 140, 100, 128, "bf16"),
-        shape(2, 35, 300, 64, "bf16", "causal"), shape(1, 70, 256, 128, mask="causal"),
+        # More than two work items an SM, so that rung 7's blocks take several pairs, in every
+        # template: ragged tiles (their values zeroed, then the stage reloaded for the next
+        # item), and several blocks of queries a head, causal (an odd number of them too).
+        shape(1, 280, 100, 64, mask="causal"), shape(1, 280, 100, 128, "bf16"),
+        shape(2, 50, 300, 64, "bf16", "causal"), shape(1, 140, 200, 128, mask="causal"),
     ],
     paths=paths,
     # 2^31 elements in each of Q, K and V (4 GiB each; O 8 GiB, its float64 reference 16 GiB on the
