@@ -83,7 +83,7 @@ __device__ __forceinline__ void flash3(const CUtensorMap* map_q, const CUtensorM
     wgmma_wait<0>();
     fence_registers(s);
     if (leader) mbar_arrive(&bar.k_empty[0]);
-    softmax_tile(s, m, l, alpha, row0, 0, n, causal, masked(0), scale_log2);
+    softmax_tile<1>(s, m, l, alpha, row0, 0, n, causal, masked(0), scale_log2);
     pack_p<T>(p, s);
 
     for (int t = 1; t < tiles; ++t) {
@@ -97,7 +97,7 @@ __device__ __forceinline__ void flash3(const CUtensorMap* map_q, const CUtensorM
         wgmma_wait<1>();  // Q K^T has landed; P V may still be running
         fence_registers(s);
         if (leader) mbar_arrive(&bar.k_empty[s1]);
-        softmax_tile(s, m, l, alpha, row0, t * BN, n, causal, masked(t), scale_log2);
+        softmax_tile<1>(s, m, l, alpha, row0, t * BN, n, causal, masked(t), scale_log2);
         wgmma_wait<0>();  // and now P V
         fence_registers(o);
         if (leader) mbar_arrive(&bar.v_empty[s0]);

@@ -108,7 +108,7 @@ __device__ __forceinline__ void flash3_persistent(const CUtensorMap* map_q, cons
         wgmma_wait<0>();
         fence_registers(s);
         done_with_k(0);
-        softmax_tile(s, m, l, alpha, row0, 0, n, causal, masked(0), scale_log2);
+        softmax_tile<4>(s, m, l, alpha, row0, 0, n, causal, masked(0), scale_log2);
         pack_p<T>(p, s);
 
         for (int t = 1; t < tiles; ++t) {
@@ -122,7 +122,7 @@ __device__ __forceinline__ void flash3_persistent(const CUtensorMap* map_q, cons
             wgmma_wait<1>();  // Q K^T has landed; P V may still be running
             fence_registers(s);
             done_with_k(t);
-            softmax_tile(s, m, l, alpha, row0, t * BN, n, causal, masked(t), scale_log2);
+            softmax_tile<4>(s, m, l, alpha, row0, t * BN, n, causal, masked(t), scale_log2);
             wgmma_wait<0>();  // and now P V
             fence_registers(o);
             if (leader) mbar_arrive(&bar.v_empty[s0]);

@@ -12,10 +12,10 @@
 #define TURN 1  // named barriers 1 and 2: each consumer's turn to issue
 #define ZEROED 3  // named barrier 3: a ragged last tile's values are zeroed
 
-// One mbarrier per event: Q (rung 7 reloads it, once both consumers are done with it), and each
-// stage of K and of V, landed (full) or free again (empty).
+// One mbarrier per event: Q landed, each stage of K and of V landed (full) or free again
+// (empty), and Q free again (rung 7 reloads it once both consumers are done with it).
 struct Barriers {
-    uint64_t q, q_empty, k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
+    uint64_t q, k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES], q_empty;
 };
 
 // S = Q K^T for the warpgroup's 64 queries (qs: its first row in slab 0 of the block's Q) and a
@@ -49,6 +49,11 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const unsigned (&p)[
 // maximum m over its quad, alpha (what the terms held so far are multiplied by), the weights P
 // in place of the scores, in fp32, and the row sums l of this thread's columns. Element e of
 // n8 group j of s is row `row0` + 8 (e / 2), key `key0` + 8 j + 2 (lane % 4) + e % 2.
+// A row's maximum and sum are each taken in CHAINS running values, combined at the end: one
+// (rung 6) makes a chain of 16 dependent maxima and 32 dependent additions a row, each waiting
+// for the last, in a warp that has no other warp of its scheduler to hide that behind (its
+// partner warpgroup is multiplying); four (rung 7) make four shorter chains side by side.
+template <int CHAINS>
 __device__ __forceinline__ void softmax_tile(float (&s)[BN / 2], float (&m)[2], float (&l)[2], float (&alpha)[2],
                                              int row0, int key0, int n, int causal, bool masked, float scale_log2)
 {
@@ -62,9 +67,15 @@ __device__ __forceinline__ void softmax_tile(float (&s)[BN / 2], float (&m)[2], 
     float shift[2];  // exp2(s * scale_log2 - shift) is the weight of score s
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        float mx = m[h];
+        float chain[CHAINS];
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+        for (int c = 0; c < CHAINS; ++c) chain[c] = m[h];
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+            chain[j % CHAINS] = fmaxf(chain[j % CHAINS], fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+        float mx = chain[0];
+#pragma unroll
+        for (int c = 1; c < CHAINS; ++c) mx = fmaxf(mx, chain[c]);
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         shift[h] = mx == -INFINITY ? 0.0f : mx * scale_log2;  // -inf - -inf would be NaN
@@ -72,10 +83,19 @@ __device__ __forceinline__ void softmax_tile(float (&s)[BN / 2], float (&m)[2], 
         m[h] = mx;
         l[h] *= alpha[h];
     }
+    float sum[2][CHAINS];  // chain 0 starts from l, the others from 0
+#pragma unroll
+    for (int c = 0; c < CHAINS; ++c) sum[0][c] = c ? 0.0f : l[0], sum[1][c] = c ? 0.0f : l[1];
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) {
         s[i] = exp2_ftz(fmaf(s[i], scale_log2, -shift[i % 4 / 2]));
-        l[i % 4 / 2] += s[i];
+        sum[i % 4 / 2][i / 4 % CHAINS] += s[i];
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        l[h] = sum[h][0];
+#pragma unroll
+        for (int c = 1; c < CHAINS; ++c) l[h] += sum[h][c];
     }
 }
 
