@@ -17,7 +17,7 @@ from functools import cache
 import numpy as np
 import pytest
 
-from labnotebook import Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, Unavailable, Unsupported
+from labnotebook import Case, Experiment, Kernel, Launch, PythonKernel, Tolerance, Unavailable, Unsupported, cdiv
 from labnotebook.errors import ExperimentError
 from labnotebook.declare.discover import experiment_folders, global_functions, load
 from labnotebook.declare.experiment import tolerance_at
@@ -885,3 +885,19 @@ def test_a_kernels_own_outputs_replace_outputs_of_the_experiment(name):
                 assert dtype == BF16 or np.dtype(dtype) != np.dtype(exp.outputs[output]), \
                     f"{name}: kernel {k.name}: {output} is already {dtype}"
                 assert k.tolerance is not None, f"{name}: kernel {k.name} writes {output} as {dtype}: declare its tolerance"
+
+
+def test_rung_9_of_matmul_fp16_takes_narrow_tiles_only_where_wide_ones_leave_most_clusters_idle():
+    """Rung 9 launches rung 7's wide tiles unless they would keep fewer than half of the GPU's
+    clusters of two busy (132 SMs here): then 128 x 64 tiles, and its last argument says so."""
+    exp = experiment("matmul_fp16")
+    rung9 = next(k for k in exp.kernels if k.name == "9_sized_tiles")
+
+    def mnk(m, n, k):
+        return Case(f"{m}×{n}×{k}", m=m, n=n, k=k)
+    for (m, n, k), narrow in [((1024, 1024, 1024), 1), ((1000, 1000, 1000), 1), ((2048, 2048, 2048), 0),
+                              ((4096, 1024, 2048), 0), ((2048, 1024, 64), 1), ((4096, 4096, 4096), 0)]:
+        launch = rung9.launch(mnk(m, n, k))
+        assert int(launch.args[-1]) == narrow, (m, n, k)
+        wide_clusters = cdiv(m, 256) * cdiv(n, 256)
+        assert launch.grid[0] == 2 * min(cdiv(m, 128) * cdiv(n, 128) if narrow else wide_clusters, 66)

@@ -71,9 +71,9 @@ def persistent_tiles(bm, bn, threads, stages, cluster, tma_store=False, share="b
 def sized_tiles(case):
     """Launch for rung 9: rung 7's launch, or, where rung 7's tiles would leave over half the
     clusters idle, 128 x 64 tiles through 8 stages in clusters side by side (passed last: 1)."""
-    narrow = cdiv(case.m, 2 * 128) * cdiv(case.n, 256) < sm_count(default=132) // 2 / 2
-    launch = (persistent_tiles(128, 64, 384, 8, cluster=2, tma_store=True, share="a") if narrow
-              else persistent_tiles(128, 256, 384, 3, cluster=2, tma_store=True))(case)
+    wide = persistent_tiles(128, 256, 384, 3, cluster=2, tma_store=True)(case)
+    narrow = wide.grid[0] // 2 < sm_count(default=132) // 2 / 2  # its clusters of two, against the GPU's
+    launch = persistent_tiles(128, 64, 384, 8, cluster=2, tma_store=True, share="a")(case) if narrow else wide
     return replace(launch, args=(*launch.args, np.int32(narrow)))
 
 
