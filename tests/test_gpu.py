@@ -14,6 +14,7 @@ import pytest
 
 from labnotebook.declare.discover import experiment_folders, load
 from labnotebook.build.policy import judge
+from labnotebook.results import noise
 from labnotebook.results.format import Provenance, Record
 from labnotebook.results.rows import RunRow
 from labnotebook.results.store import Store
@@ -223,15 +224,17 @@ def test_a_flush_of_twice_the_l2_is_as_good_as_do_bench_s_256_mib():
         buffers = {k: runner.cuda.to_device(v) for k, v in inputs.items()}
         buffers["c"] = runner.cuda.mem_alloc(inputs["a"].nbytes)
         go = runner.launcher(exp.kernel("2_add_float4"), exp.kernel("2_add_float4").launch(case), buffers)
-        ours = runner.timer.time(go).median_ms
+        ours = runner.timer.time(go)
         big = GpuTimer(runner.cuda, runner.device)
         big.flush_bytes, big.flush_buffer = 256 << 20, runner.cuda.mem_alloc(256 << 20)
-        theirs = big.time(go).median_ms
+        theirs = big.time(go)
     finally:
         runner.close()
     assert runner.timer.flush_bytes < 256 << 20
-    # Inputs left in L2 would make ours faster; slower by a few percent is the clock's noise.
-    assert ours > 0.95 * theirs, (ours, theirs)
+    # Inputs left in L2 would make ours faster, by the noise rule; a median a few percent
+    # apart inside the spreads is the clock's noise (5% at 12 us, once, on an H200).
+    verdict = noise.compare(noise.Spread.of(ours), noise.Spread.of(theirs)).verdict
+    assert verdict != "faster", (ours, theirs)
 
 
 @pytest.mark.parametrize("seed", range(12))
