@@ -168,7 +168,7 @@ def online_row(case):
 
 
 def head_dims(case, what):
-    """Rungs 3 to 6 are compiled for D = 64 and D = 128, with ``what`` sized for each."""
+    """Rungs 3 to 7 are compiled for D = 64 and D = 128, with ``what`` sized for each."""
     if case.d not in (64, 128):
         raise Unsupported(f"compiled for D = 64 and D = 128 (the {what} are sized for each); got D = {case.d}")
 
@@ -343,7 +343,7 @@ CASES = [*(shape(*s) for s in SWEEP),
 # N = 8192; 2e-5 leaves room, and still sees one key dropped from 8192 (a change of about
 # |v_j - o| / N, near 1e-4).
 FP32 = Tolerance(atol=2e-5, rtol=2e-5)
-# Rungs 4 to 6 and SDPA round P (and SDPA also O) to the input type: 11 significant bits for fp16, 8 for
+# Rungs 4 to 7 and SDPA round P (and rung 7 and SDPA also O) to the input type: 11 significant bits for fp16, 8 for
 # bf16 (unit roundoff 2^-11 and 2^-8). The weights of a row then err by up to that share, which
 # shows most on short rows with large values (the first rows of a causal mask). The same
 # emulation, with P rounded, stayed under a fifth of these bounds for either type; at the fp16
@@ -387,7 +387,8 @@ def flops(case):
 
 
 def bytes_moved(case):
-    """Q, K and V read once (2 bytes an element), O written once (float32): the least traffic."""
+    """Q, K and V read once (2 bytes an element), O written once (float32, as rungs 1 to 6 write
+    it; rung 7 writes half of that): the least traffic."""
     return (3 * 2 + 4) * case.b * case.h * case.n * case.d
 
 
