@@ -35,28 +35,14 @@ __device__ __forceinline__ void flash3(const CUtensorMap* map_q, const CUtensorM
     const int head = static_cast<int>(head_index()) * n;  // the head's first row (B H N < 2^31)
     const int keys = causal ? min(n, i0 + BM) : n;        // the keys any of the block's queries sees
     const int tiles = (keys + BN - 1) / BN;
-    if (threadIdx.x == 0) {
-        mbar_init(&bar.q, 1);
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(&bar.k_full[s], 1), mbar_init(&bar.v_full[s], 1);
-            mbar_init(&bar.k_empty[s], CONSUMERS), mbar_init(&bar.v_empty[s], CONSUMERS);
-        }
-        mbar_init_fence();
-    }
+    if (threadIdx.x == 0) init_barriers<false>(bar);
     __syncthreads();
 
     if (warp >= 4 * CONSUMERS) {  // the producer: one thread issues every load
         registers_shrink<24>();
         if (warp == 4 * CONSUMERS && lane == 0) {
             tma_descriptor_acquire(map_q), tma_descriptor_acquire(map_k), tma_descriptor_acquire(map_v);
-            tma_load_tile<D>(qs, map_q, &bar.q, BM, 0, head + i0);
-            for (int t = 0; t < tiles; ++t) {
-                const int s = t % STAGES, round = t / STAGES;
-                if (round > 0) mbar_wait(&bar.k_empty[s], (round - 1) % 2);  // both consumers are done with it
-                tma_load_tile<D>(ks + s * BN * D, map_k, &bar.k_full[s], BN, 0, head + t * BN);
-                if (round > 0) mbar_wait(&bar.v_empty[s], (round - 1) % 2);
-                tma_load_tile<D>(vs + s * BN * D, map_v, &bar.v_full[s], BN, 0, head + t * BN);
-            }
+            load_item<D>(map_q, map_k, map_v, qs, ks, vs, bar, head, i0, tiles, 0);
         }
         return;
     }
@@ -64,66 +50,11 @@ __device__ __forceinline__ void flash3(const CUtensorMap* map_q, const CUtensorM
     // A consumer: queries i0 + 64 wg to i0 + 64 wg + 63; this thread's rows are row0 and row0 + 8.
     registers_grow<240>();
     const int wg = warp / 4;
-    const bool leader = threadIdx.x % 128 == 0;
     const int row0 = i0 + 64 * wg + 16 * (warp % 4) + lane / 4;
-    const T* q = qs + 64 * wg * 64;
-    const float scale_log2 = scale * LOG2E;
-    float o[D / 2] = {}, s[BN / 2], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
-    unsigned p[BN / 16][4];
-    // Tile t needs a mask where a key may be past the end, or (causal) after one of the rows.
-    auto masked = [&](int t) { return (t + 1) * BN > n || (causal && (t + 1) * BN - 1 > i0 + 64 * wg); };
+    float o[D / 2] = {}, l[2] = {0.0f, 0.0f};
     if (wg == 1) barrier_arrive(TURN, 128 * CONSUMERS);  // consumer 0 issues first
     mbar_wait(&bar.q, 0);
-
-    // Tile 0: Q K^T alone, then its softmax.
-    mbar_wait(&bar.k_full[0], 0);
-    barrier_sync(TURN + wg, 128 * CONSUMERS);
-    issue_qk<T, D>(s, q, ks);
-    if (tiles > 1 || wg == 0) barrier_arrive(TURN + 1 - wg, 128 * CONSUMERS);
-    wgmma_wait<0>();
-    fence_registers(s);
-    if (leader) mbar_arrive(&bar.k_empty[0]);
-    softmax_tile<1>(s, m, l, alpha, row0, 0, n, causal, masked(0), scale_log2);
-    pack_p<T>(p, s);
-
-    for (int t = 1; t < tiles; ++t) {
-        const int s1 = t % STAGES, s0 = (t - 1) % STAGES;  // tile t's stage, and tile t-1's
-        mbar_wait(&bar.k_full[s1], t / STAGES % 2);
-        mbar_wait(&bar.v_full[s0], (t - 1) / STAGES % 2);
-        barrier_sync(TURN + wg, 128 * CONSUMERS);
-        issue_qk<T, D>(s, q, ks + s1 * BN * D);
-        issue_pv<T, D>(o, p, vs + s0 * BN * D);
-        if (t + 1 < tiles || wg == 0) barrier_arrive(TURN + 1 - wg, 128 * CONSUMERS);
-        wgmma_wait<1>();  // Q K^T has landed; P V may still be running
-        fence_registers(s);
-        if (leader) mbar_arrive(&bar.k_empty[s1]);
-        softmax_tile<1>(s, m, l, alpha, row0, t * BN, n, causal, masked(t), scale_log2);
-        wgmma_wait<0>();  // and now P V
-        fence_registers(o);
-        if (leader) mbar_arrive(&bar.v_empty[s0]);
-        rescale(o, alpha);
-        pack_p<T>(p, s);
-    }
-
-    // The last tile's P V. Its values past row n - 1 are the next head's (or TMA's zeros past
-    // the matrix): both consumers zero them first, then meet, so that neither multiplies a
-    // value the other has yet to zero.
-    const int last = tiles - 1, sl = last % STAGES;
-    T* vt = vs + sl * BN * D;
-    mbar_wait(&bar.v_full[sl], last / STAGES % 2);
-    if (last * BN + BN > n) {
-        const int valid = n - last * BN, chunks = (BN - valid) * D / 8;  // 16-byte pieces to zero
-        for (int c = threadIdx.x; c < chunks; c += 128 * CONSUMERS) {
-            const int row = valid + c / 8 % (BN - valid), slab = c / 8 / (BN - valid);
-            reinterpret_cast<uint4*>(vt + slab * BN * 64 + row * 64)[c % 8] = make_uint4(0, 0, 0, 0);
-        }
-        fence_proxy_async();
-        barrier_sync(ZEROED, 128 * CONSUMERS);
-    }
-    issue_pv<T, D>(o, p, vt);
-    wgmma_wait<0>();
-    fence_registers(o);
-
+    consume_item<T, D, 1, false>(o, l, qs + 64 * wg * 64, ks, vs, bar, 0, tiles, i0, row0, n, causal, scale * LOG2E);
     store_o<D>(O, o, l, head, row0, n);
 }
 

@@ -1,6 +1,7 @@
-// What rungs 6 and 7 share: FlashAttention-3's tile sizes and barriers, and the steps of a
-// consumer warpgroup's loop over tiles of keys (Q K^T and P V issued as wgmmas, the online
-// softmax, P packed as P V's A operand), and writing O.
+// What rungs 6 and 7 share: FlashAttention-3's tile sizes and barriers, the producer's loads for
+// a block of 128 queries, a consumer warpgroup's loop over its tiles of keys (Q K^T and P V
+// issued as wgmmas, the online softmax, P packed as P V's A operand), and writing O. Rung 6
+// runs them once a block; rung 7 (`Reload`) once per work item, its blocks taking several.
 #pragma once
 #include "wgmma_attention.cuh"
 
@@ -17,6 +18,36 @@
 struct Barriers {
     uint64_t q, k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES], q_empty;
 };
+
+// The barriers, by the block's thread 0 (the others wait at the __syncthreads() that follows).
+template <bool Reload>
+__device__ __forceinline__ void init_barriers(Barriers& bar)
+{
+    mbar_init(&bar.q, 1);
+    if (Reload) mbar_init(&bar.q_empty, CONSUMERS);
+    for (int s = 0; s < STAGES; ++s) {
+        mbar_init(&bar.k_full[s], 1), mbar_init(&bar.v_full[s], 1);
+        mbar_init(&bar.k_empty[s], CONSUMERS), mbar_init(&bar.v_empty[s], CONSUMERS);
+    }
+    mbar_init_fence();
+}
+
+// The producer's loads for a block of queries from i0 (of the head whose first row is `head`):
+// Q, then `tiles` tiles of K and V, each into the next stage once both consumers are done with
+// what it held. The block has loaded `it` tiles before these (rung 6: none).
+template <int D, typename T>
+__device__ __forceinline__ void load_item(const CUtensorMap* map_q, const CUtensorMap* map_k, const CUtensorMap* map_v,
+                                          T* qs, T* ks, T* vs, Barriers& bar, int head, int i0, int tiles, int it)
+{
+    tma_load_tile<D>(qs, map_q, &bar.q, BM, 0, head + i0);
+    for (int t = 0; t < tiles; ++t, ++it) {
+        const int s = it % STAGES, round = it / STAGES;
+        if (round > 0) mbar_wait(&bar.k_empty[s], (round - 1) % 2);  // both consumers are done with it
+        tma_load_tile<D>(ks + s * BN * D, map_k, &bar.k_full[s], BN, 0, head + t * BN);
+        if (round > 0) mbar_wait(&bar.v_empty[s], (round - 1) % 2);
+        tma_load_tile<D>(vs + s * BN * D, map_v, &bar.v_full[s], BN, 0, head + t * BN);
+    }
+}
 
 // S = Q K^T for the warpgroup's 64 queries (qs: its first row in slab 0 of the block's Q) and a
 // tile's 128 keys: D / 16 wgmmas. Along D, the next 16 columns are 32 bytes further along the
@@ -119,6 +150,85 @@ __device__ __forceinline__ void rescale(float (&o)[R], const float (&alpha)[2])
     if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f))
 #pragma unroll
         for (int i = 0; i < R; ++i) o[i] *= alpha[i % 4 / 2];
+}
+
+// A consumer warpgroup's pass over a block of queries from i0: for its 64 queries (q: their
+// first row in Q's slab 0; this thread's rows row0 and row0 + 8), each of `tiles` tiles of keys
+// (the block's tiles it to it + tiles - 1 in the stages) scored, softmaxed and multiplied into
+// o, with the row sums in l. Each issue takes a turn from the other consumer and hands it back.
+// - Tile t's Q K^T is issued with tile t-1's P V, and the softmax of tile t runs while P V does.
+// - The last tile's values past row n - 1 are the next head's (or TMA's zeros past the matrix):
+//   both consumers zero them first, then meet, so that neither multiplies a value the other has
+//   yet to zero.
+// - Reload (rung 7): the turn is handed over after every issue (the next item's first issue
+//   takes it), and Q and the last V stage are freed for the next item; rung 6's last issue of
+//   consumer 1 keeps the turn, and its block ends with its last tile.
+template <typename T, int D, int CHAINS, bool Reload>
+__device__ __forceinline__ void consume_item(float (&o)[D / 2], float (&l)[2], const T* q, T* ks, T* vs, Barriers& bar,
+                                             int it, int tiles, int i0, int row0, int n, int causal, float scale_log2)
+{
+    const int wg = threadIdx.x / 128;
+    const bool leader = threadIdx.x % 128 == 0;
+    float s[BN / 2], m[2] = {-INFINITY, -INFINITY}, alpha[2];
+    unsigned p[BN / 16][4];
+    // Tile t needs a mask where a key may be past the end, or (causal) after one of the rows.
+    auto masked = [&](int t) { return (t + 1) * BN > n || (causal && (t + 1) * BN - 1 > i0 + 64 * wg); };
+    auto hand_over = [&](int t) {
+        if (Reload || t + 1 < tiles || wg == 0) barrier_arrive(TURN + 1 - wg, 128 * CONSUMERS);
+    };
+    auto k_landed = [&](int t, int stage) {  // tile t's Q K^T has landed: free its K, and Q after the last
+        if (!leader) return;
+        mbar_arrive(&bar.k_empty[stage]);
+        if (Reload && t == tiles - 1) mbar_arrive(&bar.q_empty);
+    };
+
+    // Tile 0: Q K^T alone, then its softmax.
+    mbar_wait(&bar.k_full[it % STAGES], it / STAGES % 2);
+    barrier_sync(TURN + wg, 128 * CONSUMERS);
+    issue_qk<T, D>(s, q, ks + it % STAGES * BN * D);
+    hand_over(0);
+    wgmma_wait<0>();
+    fence_registers(s);
+    k_landed(0, it % STAGES);
+    softmax_tile<CHAINS>(s, m, l, alpha, row0, 0, n, causal, masked(0), scale_log2);
+    pack_p<T>(p, s);
+
+    for (int t = 1; t < tiles; ++t) {
+        const int s1 = (it + t) % STAGES, s0 = (it + t - 1) % STAGES;  // tile t's stage, and tile t-1's
+        mbar_wait(&bar.k_full[s1], (it + t) / STAGES % 2);
+        mbar_wait(&bar.v_full[s0], (it + t - 1) / STAGES % 2);
+        barrier_sync(TURN + wg, 128 * CONSUMERS);
+        issue_qk<T, D>(s, q, ks + s1 * BN * D);
+        issue_pv<T, D>(o, p, vs + s0 * BN * D);
+        hand_over(t);
+        wgmma_wait<1>();  // Q K^T has landed; P V may still be running
+        fence_registers(s);
+        k_landed(t, s1);
+        softmax_tile<CHAINS>(s, m, l, alpha, row0, t * BN, n, causal, masked(t), scale_log2);
+        wgmma_wait<0>();  // and now P V
+        fence_registers(o);
+        if (leader) mbar_arrive(&bar.v_empty[s0]);
+        rescale(o, alpha);
+        pack_p<T>(p, s);
+    }
+
+    // The last tile's P V, its values past row n - 1 zeroed first.
+    const int last = tiles - 1, sl = (it + last) % STAGES;
+    T* vt = vs + sl * BN * D;
+    mbar_wait(&bar.v_full[sl], (it + last) / STAGES % 2);
+    if (last * BN + BN > n) {
+        const int valid = n - last * BN, chunks = (BN - valid) * D / 8;  // 16-byte pieces to zero
+        for (int c = threadIdx.x; c < chunks; c += 128 * CONSUMERS) {
+            const int row = valid + c / 8 % (BN - valid), slab = c / 8 / (BN - valid);
+            reinterpret_cast<uint4*>(vt + slab * BN * 64 + row * 64)[c % 8] = make_uint4(0, 0, 0, 0);
+        }
+        fence_proxy_async();
+        barrier_sync(ZEROED, 128 * CONSUMERS);
+    }
+    issue_pv<T, D>(o, p, vt);
+    wgmma_wait<0>();
+    fence_registers(o);
+    if (Reload && leader) mbar_arrive(&bar.v_empty[sl]);
 }
 
 // Two consecutive elements of a row of O, in O's type: float32 (rung 6), or packed in the input
