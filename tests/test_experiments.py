@@ -901,3 +901,36 @@ def test_rung_9_of_matmul_fp16_takes_narrow_tiles_only_where_wide_ones_leave_mos
         assert int(launch.args[-1]) == narrow, (m, n, k)
         wide_clusters = cdiv(m, 256) * cdiv(n, 256)
         assert launch.grid[0] == 2 * min(cdiv(m, 128) * cdiv(n, 128) if narrow else wide_clusters, 66)
+
+
+def test_matmul_stream_k_workspace_fits_its_launch():
+    """Rung 11 launches one block per SM (fewer where there are fewer steps along K), and the
+    inputs hold its workspace: two NaN slots of 128 x 256 partial sums per block and a zero
+    count per tile; nothing where the rung does not take the case."""
+    exp = experiment("matmul")
+    rung11 = exp.kernel("11_stream_k")
+    rng = np.random.default_rng(0)
+    for (m, n, k), blocks in [((128, 256, 16), 1), ((256, 512, 80), 20), ((128, 256, 0), 1), ((2048, 2048, 32), 132),
+                              ((1024, 1024, 1024), 132)]:
+        case = Case(f"{m}×{n}×{k}", m=m, n=n, k=k)
+        launch, x = rung11.launch(case), exp.inputs(case, rng)
+        assert launch.grid == (blocks,) and launch.args[-2:] == ("partials", "arrived"), case.name
+        assert x["partials"].shape == (2 * blocks * 128 * 256,) and np.isnan(x["partials"]).all(), case.name
+        assert x["arrived"].shape == (m // 128 * (n // 256),) and not x["arrived"].any(), case.name
+    x = exp.inputs(Case("17×33×65", m=17, n=33, k=65), rng)
+    assert x["partials"].size == 0 and x["arrived"].size == 0
+
+
+@pytest.mark.parametrize("steps,blocks", [(1, 132), (20, 20), (29696, 132), (34816, 132), (131, 132), (7, 3)])
+def test_matmul_stream_k_runs_find_their_blocks(steps, blocks):
+    """The integer arithmetic of rung 11's runs, as its kernel writes it: block b takes steps
+    first(b) .. first(b + 1) - 1, and block_of(step) finds that block again, for every step, so
+    the last block to finish a split tile adds the slots of exactly the blocks that share it."""
+    def first(b):
+        return steps * b // blocks
+
+    def block_of(step):
+        return ((step + 1) * blocks - 1) // steps
+    owner = [b for b in range(blocks) for _ in range(first(b), first(b + 1))]
+    assert len(owner) == steps
+    assert [block_of(s) for s in range(steps)] == owner

@@ -3,8 +3,9 @@ with cublasSgemm and torch.matmul (TF32 off) in the same run."""
 
 import numpy as np
 
-from labnotebook import Baseline, Experiment, Headline, Kernel, Launch, Tolerance, cdiv
-from labnotebook.run import cublas
+from labnotebook import Baseline, Experiment, Headline, Kernel, Launch, Tolerance, Unsupported, cdiv
+from labnotebook.run import cublas, gemm
+from labnotebook.run.device import sm_count
 from labnotebook.run.gemm import args, gemm_declaration, mnk, split_y, tiled
 
 SQUARE = [mnk(1024), mnk(2048), mnk(4096), mnk(8192)]
@@ -44,6 +45,74 @@ def any_shape(case):
 # Rung 10's ring in shared memory: 4 stages, each a 128x16 tile of A (stored transposed, its rows
 # padded by 4 floats) and a 16x256 tile of B, in float32.
 RING_BYTES = 4 * 16 * ((128 + 4) + 256) * 4
+
+
+ring_tiles = tiled(128, 256, 16, 256, shared_bytes=RING_BYTES)
+# Rung 11's partial sums of a split tile: 128x256 float32 per slot, two slots a block.
+SLOT = 128 * 256
+
+
+def stream_k_blocks(case) -> int:
+    """Rung 11's blocks: one per SM, fewer where the steps along K of all tiles are fewer."""
+    steps = (case.m // 128) * (case.n // 256) * max(case.k // 16, 1)
+    return max(1, min(sm_count(default=132), steps))
+
+
+def stream_k(case):
+    """Launch for rung 11: rung 10's tiles (checked alike), one block per SM, and the workspace."""
+    launch = ring_tiles(case)
+    tiles = (case.m // 128) * (case.n // 256)
+    if tiles > gemm.INT_MAX:
+        raise Unsupported("counts its tiles in ints: at most 2^31 - 1 of them")
+    return Launch(grid=(stream_k_blocks(case),), block=(256,), shared_bytes=RING_BYTES,
+                  args=(*launch.args, "partials", "arrived"))
+
+
+def stream_k_paths(case):
+    """Rung 11's paths: rung 10's tiles, and how its blocks share them. Whole waves of tiles go
+    a tile a block; the steps of the rest are cut into runs, and a split tile's runs may hold
+    whole tiles, lie inside one tile or cross one tile's edge into the next; a tile is whole in
+    one run, split between two blocks or among more."""
+    yield from tiles((128,), (256,), (16,))(case)
+    blocks, per_tile = stream_k_blocks(case), max(case.k // 16, 1)
+    count = (case.m // 128) * (case.n // 256)
+    if count >= blocks:
+        yield "whole tiles, a wave at a time"
+    steps = count % blocks * per_tile
+    first = [steps * b // blocks for b in range(blocks + 1)]
+    sharing = {}  # split tile -> blocks with steps in it
+    for b in range(blocks):
+        lo, hi = first[b], first[b + 1]
+        if hi == lo:
+            continue
+        for tile in range(lo // per_tile, cdiv(hi, per_tile)):
+            sharing[tile] = sharing.get(tile, 0) + 1
+        whole = max(0, hi // per_tile - cdiv(lo, per_tile))
+        yield "a run holding whole tiles" if whole else "a run inside one tile" if (hi - 1) // per_tile == lo // per_tile \
+            else "a run across a tile's edge"
+    for n in set(sharing.values()):
+        yield "a tile whole in one run" if n == 1 else "a tile split between two blocks" if n == 2 \
+            else "a tile split among three or more blocks"
+
+
+def inputs(case, rng):
+    """A and B as for every GEMM, and rung 11's workspace where its launch takes the case (the
+    other rungs ignore it): two slots of partial sums a block, poisoned with NaN so that a slot
+    read before it is written fails the check, and a count per tile of the blocks done with it,
+    zero (the kernel sets it back to zero when a tile is finished)."""
+    x = gemm.inputs(np.float32)(case, rng)
+    try:
+        stream_k(case)
+        blocks, tiles = stream_k_blocks(case), (case.m // 128) * (case.n // 256)
+    except Unsupported:
+        blocks, tiles = 0, 0
+    x["partials"] = np.full(2 * blocks * SLOT, np.nan, np.float32)
+    x["arrived"] = np.zeros(tiles, np.int32)
+    return x
+
+
+def reference(a, b, partials, arrived):
+    return gemm.reference(a, b)
 
 
 def tiles(m, n, k):
@@ -103,8 +172,8 @@ experiment = Experiment(
                paths=tiles((128,), (128,), (8,))),
         # Its float4 loads fall back to scalars where a row of A or B is not 16-byte aligned.
         Kernel("9_any_shape.cu", "matmul_any_shape", any_shape, paths=tiles((128,), (128, 4), (8, 4))),
-        Kernel("10_async_ring.cu", "matmul_async_ring", tiled(128, 256, 16, 256, shared_bytes=RING_BYTES),
-               paths=tiles((128,), (256,), (16,))),
+        Kernel("10_async_ring.cu", "matmul_async_ring", ring_tiles, paths=tiles((128,), (256,), (16,))),
+        Kernel("11_stream_k.cu", "matmul_stream_k", stream_k, paths=stream_k_paths),
     ],
     cases=SQUARE + ODD + RAGGED,
     # Every rung runs at every edge case its launch accepts: rungs 1 to 3 and 9 at all of them (1×1×1
@@ -116,11 +185,14 @@ experiment = Experiment(
                 # Several whole tiles, and several with a ragged last one along K.
                 mnk(256), mnk(129, 257, 300),
                 # Rung 10's tiles: one along K; several along M and N, and more of K than its ring holds.
-                mnk(128, 256, 16), mnk(256, 512, 80)],
+                mnk(128, 256, 16), mnk(256, 512, 80),
+                # Rung 11's runs, on 132 SMs: 256 steps in tiles of two, so runs of one or two
+                # steps, across tiles' edges or holding a whole tile, and tiles split in two.
+                mnk(2048, 2048, 32)],
     paths=paths,
     # Inputs, reference, flops and the large case as for every GEMM here (the large case's
     # tiles reach gridDim.z = 2 in every rung but 1).
-    **gemm_declaration(np.float32),
+    **{**gemm_declaration(np.float32), "inputs": inputs, "reference": reference},
     # Uniform(-1, 1) inputs: an element of C is a sum of K products of variance 1/9, and float32
     # rounding in any summation order leaves errors near K * 2^-24 / 3 at worst-case-ish growth
     # (1.6e-4 at K = 8192). atol 2e-3 covers every order the kernels use; TF32 (10-bit mantissa
