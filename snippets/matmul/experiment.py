@@ -10,6 +10,9 @@ from labnotebook.run.gemm import args, gemm_declaration, mnk, split_y, tiled
 
 SQUARE = [mnk(1024), mnk(2048), mnk(4096), mnk(8192)]
 ODD = [mnk(1000), mnk(4096, 1024, 2048), mnk(1500, 700, 1100)]
+# Whole waves: 528 tiles of 128x256, four for each of 132 SMs, where 4096³ leaves the fourth
+# wave 16 tiles short. Rungs 10 and 11 do the same work here, a whole tile a block.
+WAVES = [mnk(4224, 4096, 4096)]
 # Ragged and skinny: primes near 4096 (no multiple of any tile, rows not 16-byte aligned), one
 # row (a matrix-vector product) and K = 1 (an outer product). Only rung 9 and the libraries take them.
 RAGGED = [mnk(4097, 4095, 4093), mnk(1, 4096, 4096), mnk(4096, 4096, 1)]
@@ -175,7 +178,7 @@ experiment = Experiment(
         Kernel("10_async_ring.cu", "matmul_async_ring", ring_tiles, paths=tiles((128,), (256,), (16,))),
         Kernel("11_stream_k.cu", "matmul_stream_k", stream_k, paths=stream_k_paths),
     ],
-    cases=SQUARE + ODD + RAGGED,
+    cases=SQUARE + ODD + WAVES + RAGGED,
     # Every rung runs at every edge case its launch accepts: rungs 1 to 3 and 9 at all of them (1×1×1
     # and sizes that are no multiple of any tile), the tiled rungs at whole tiles.
     edge_cases=[mnk(1, 1, 1), mnk(17, 33, 65), mnk(128, 256, 8), mnk(257, 129, 63), mnk(256, 384, 1000),
