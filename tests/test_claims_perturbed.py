@@ -175,7 +175,7 @@ def falsify(call: Call, ga: str, gb: str):
             return
         sa = Side(view_a, x, case, among=among).cost(by)
         sb = Side(view_b, y, kw.get("case_b") or case, among=among).cost(by)
-        if relation in ("faster", "slower"):
+        if relation in ("faster", "slower") or relation.startswith("behind by more"):
             k = sb.median / sa.median  # the same median: level
         elif relation == "not slower":  # a far behind
             k = 4 * sb.hi / sa.lo

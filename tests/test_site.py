@@ -221,6 +221,9 @@ def test_faster_holds_only_outside_both_spreads(ctx):
     assert claims.holds("behind by at most 20%", slow, quick, "time")[0]  # at 83% of its speed
     assert not claims.holds("behind by at most 10%", slow, quick, "time")[0]
     assert not claims.holds("behind by at most 20%", quick, slow, "time")[0]  # ahead is not behind
+    assert claims.holds("behind by more than 10%", slow, quick, "time")[0]  # under 90% of its speed
+    assert not claims.holds("behind by more than 20%", slow, quick, "time")[0]
+    assert not claims.holds("behind by more than 10%", overlapping, quick, "time")[0]  # a tie is not behind
     assert claims.holds("within 20%", quick, slow, "time")[0] and claims.holds("within 20%", slow, quick, "time")[0]
 
 

@@ -24,9 +24,12 @@ from .views import Problem, View
 # each run's copy bandwidth (different sizes, or different GPUs' ceilings).
 MEASURES = ("time", "pct_ceiling")
 # faster / slower: outside both spreads; level: inside them; within N%: medians within N% either
-# way; behind by at most N%: not faster, and at least (100 - N)% of the other's speed.
-RELATION = re.compile(r"faster|slower|level|not slower|one of|within (\d+(?:\.\d+)?)%|behind by at most (\d+(?:\.\d+)?)%")
-RELATIONS = "'faster', 'slower', 'level', 'not slower', 'within N%', 'behind by at most N%' or 'one of'"
+# way; behind by at most N%: not faster, and at least (100 - N)% of the other's speed; behind by
+# more than N%: slower, and under (100 - N)% of the other's speed (a bar not met).
+RELATION = re.compile(r"faster|slower|level|not slower|one of|within (\d+(?:\.\d+)?)%|behind by at most (\d+(?:\.\d+)?)%"
+                      r"|behind by more than (\d+(?:\.\d+)?)%")
+RELATIONS = ("'faster', 'slower', 'level', 'not slower', 'within N%', 'behind by at most N%', 'behind by more than N%' "
+             "or 'one of'")
 
 
 PICKS = {"fastest": False, "best": False, "slowest": True}  # "best" reads better in some sentences
@@ -114,6 +117,8 @@ def holds(relation: str, a: Side, b: Side, by: str) -> tuple[bool, str]:
         return c.verdict != "slower", figures
     if m.group(1):
         return max(c.ratio, 1 / c.ratio) - 1 <= float(m.group(1)) / 100, figures
+    if m.group(3):
+        return c.verdict == "slower" and c.ratio < 1 - float(m.group(3)) / 100, figures
     return c.verdict != "faster" and c.ratio >= 1 - float(m.group(2)) / 100, figures
 
 
@@ -233,7 +238,7 @@ def _claim_on(ctx, experiment, a, relation, b, case, cases, case_b, gpu, gpu_b, 
         if isinstance(a, str) and a in PICKS else _names(a)
     verb = {"faster": "faster than", "slower": "slower than", "level": "level with", "not slower": "not slower than",
             "one of": "one of"}.get(
-        relation, relation.replace("behind by at most", "behind, by at most") + (" of" if "within" in relation else ""))
+        relation, re.sub(r"behind by (at most|more than)", r"behind, by \1", relation) + (" of" if "within" in relation else ""))
     statement = (f"on the {tables.short(view_a.gpu)}, {subject} {verb} {_names(b)}{' ' + other if other else ''}, "
                  f"at {', '.join(fmt.case(c) for c in where)}")
     checked, broken = [], []

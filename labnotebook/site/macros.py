@@ -350,7 +350,8 @@ def claim(ctx, experiment, a, relation, b, case=None, cases=None, case_b=None, g
 
     ``relation`` (by the noise rule, ``labnotebook/results/noise.py``): "faster" or "slower" (outside
     both rows' spreads), "level" (inside them), "within N%" (medians, either way), "behind by at
-    most N%" (not faster, and at least 100 − N % of the other's speed), or "one of" (``a`` is
+    most N%" (not faster, and at least 100 − N % of the other's speed), "behind by more than N%"
+    (slower, and under 100 − N % of the other's speed: a bar not met), or "one of" (``a`` is
     "fastest" or "slowest", picked among ``among``, and it and every row tied with it are among
     the names ``b`` lists). ``a`` and ``b`` are row names, or lists (every pair of them is
     checked; two lists pair up in order); "last" is the experiment's last rung.

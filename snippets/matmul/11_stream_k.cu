@@ -58,8 +58,8 @@ matmul_stream_k(const float* A, const float* B, float* C, int M, int N, int K, f
         const int k_end = min(k1, k_tiles);
         float acc[TM][TN] = {{0.0f}};
 
-        // Rung 10's ring, from step k0. Written out here, not shared: in a helper, ptxas ordered
-        // rung 10's loop differently and it ran 6% slower (the page tells the story).
+        // Rung 10's ring, from step k0. Written out here, not shared: moved into a helper, rung
+        // 10's own loop compiled to another instruction order (the page tells the story).
         for (int s = 0; s < STAGES - 1; ++s) {
             if (k0 + s < k_end) load_tile(stages[(k0 + s) % STAGES], a_rows, b_cols, N, K, k0 + s);
             cp_async_commit();  // a group per tile, empty or not: the wait below counts groups
