@@ -921,16 +921,37 @@ def test_matmul_stream_k_workspace_fits_its_launch():
     assert x["partials"].size == 0 and x["arrived"].size == 0
 
 
-@pytest.mark.parametrize("steps,blocks", [(1, 132), (20, 20), (29696, 132), (34816, 132), (131, 132), (7, 3)])
-def test_matmul_stream_k_runs_find_their_blocks(steps, blocks):
-    """The integer arithmetic of rung 11's runs, as its kernel writes it: block b takes steps
-    first(b) .. first(b + 1) - 1, and block_of(step) finds that block again, for every step, so
-    the last block to finish a split tile adds the slots of exactly the blocks that share it."""
+@pytest.mark.parametrize("m,n,k", [(128, 256, 16), (256, 512, 80), (1024, 1024, 1024), (2048, 2048, 32),
+                                   (4096, 4096, 4096), (4352, 4096, 64), (4224, 4096, 4096), (128, 256, 0)])
+def test_matmul_stream_k_schedule_covers_every_step_once(m, n, k):
+    """Rung 11's schedule, replayed with its kernel's integer arithmetic at its launch's grid:
+    whole tiles a wave at a time, then runs of the rest's steps, never more runs than steps.
+    Every step of every tile is taken once; the blocks a split tile's last arrival counts
+    (block_of of its first and last steps, and all between) are exactly those holding part of
+    it; and their slots differ and fit the workspace."""
+    rung11 = experiment("matmul").kernel("11_stream_k")
+    blocks = rung11.launch(Case(f"{m}×{n}×{k}", m=m, n=n, k=k)).grid[0]
+    tiles, per_tile = m // 128 * (n // 256), max(k // 16, 1)
+    whole = tiles - tiles % blocks
+    steps = (tiles - whole) * per_tile
+    runs = max(1, min(blocks, steps))
+
     def first(b):
-        return steps * b // blocks
+        return steps * b // runs
 
     def block_of(step):
-        return ((step + 1) * blocks - 1) // steps
-    owner = [b for b in range(blocks) for _ in range(first(b), first(b + 1))]
-    assert len(owner) == steps
-    assert [block_of(s) for s in range(steps)] == owner
+        return ((step + 1) * runs - 1) // steps
+    taken = {(tile, s): 1 for tile in range(whole) for s in range(per_tile)}
+    holders = {}
+    for b in range(runs if steps else 0):
+        for step in range(first(b), first(b + 1)):
+            tile = step // per_tile
+            assert (whole + tile, step % per_tile) not in taken
+            taken[whole + tile, step % per_tile] = 1
+            holders.setdefault(tile, set()).add(b)
+    assert len(taken) == tiles * per_tile
+    for tile, held in holders.items():
+        counted = set(range(block_of(tile * per_tile), block_of((tile + 1) * per_tile - 1) + 1))
+        assert counted == held, (tile, counted, held)
+        slots = [2 * b + (tile != first(b) // per_tile) for b in held]
+        assert len(set(slots)) == len(slots) and max(slots) < 2 * blocks

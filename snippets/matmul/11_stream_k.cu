@@ -14,7 +14,9 @@
 // so that the 256 threads write (and later read) 4 KiB in one piece per e.
 constexpr int SLOT_FLOAT4S = BM * BN / 4;
 
-// The runs: block b takes steps [first(b), first(b + 1)) of the split tiles' `steps`.
+// The runs: block b takes steps [first(b), first(b + 1)) of the split tiles' `steps`. There are
+// never more runs than steps, so none is empty and the blocks from block_of(a tile's first
+// step) to block_of(its last) all hold part of it: that count is how many the last one awaits.
 struct Runs {
     long long steps;
     int blocks;
@@ -35,9 +37,11 @@ matmul_stream_k(const float* A, const float* B, float* C, int M, int N, int K, f
     const int t = threadIdx.x, r0 = row0(t), c0 = col0(t), blocks = gridDim.x, k_tiles = K / BK;
     const int tiles_n = N / BN, tiles = M / BM * tiles_n, whole = tiles - tiles % blocks;
     const int per_tile = max(k_tiles, 1);  // K = 0: one empty step per tile, which writes its zeros
-    const Runs runs{(long long)(tiles - whole) * per_tile, blocks};
-    long long step = runs.first(blockIdx.x);
-    const long long end = runs.first(blockIdx.x + 1);
+    const long long steps = (long long)(tiles - whole) * per_tile;
+    const Runs runs{steps, (int)max(1LL, min((long long)blocks, steps))};
+    const bool runs_here = blockIdx.x < runs.blocks && steps > 0;
+    long long step = runs_here ? runs.first(blockIdx.x) : 0;
+    const long long end = runs_here ? runs.first(blockIdx.x + 1) : 0;
 
     for (int next = blockIdx.x;;) {
         // The next piece of work: a whole tile while they last, then this block's run.

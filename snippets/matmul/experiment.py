@@ -11,8 +11,9 @@ from labnotebook.run.gemm import args, gemm_declaration, mnk, split_y, tiled
 SQUARE = [mnk(1024), mnk(2048), mnk(4096), mnk(8192)]
 ODD = [mnk(1000), mnk(4096, 1024, 2048), mnk(1500, 700, 1100)]
 # Whole waves: 528 tiles of 128x256, four for each of 132 SMs, where 4096³ leaves the fourth
-# wave 16 tiles short. Rungs 10 and 11 do the same work here, a whole tile a block.
-WAVES = [mnk(4224, 4096, 4096)]
+# wave 16 tiles short. Rungs 10 and 11 do the same work here, a whole tile a block. And 544
+# tiles of 4 steps along K: the 16 past four waves hold 64 steps, fewer than rung 11's blocks.
+WAVES = [mnk(4224, 4096, 4096), mnk(4352, 4096, 64)]
 # Ragged and skinny: primes near 4096 (no multiple of any tile, rows not 16-byte aligned), one
 # row (a matrix-vector product) and K = 1 (an outer product). Only rung 9 and the libraries take them.
 RAGGED = [mnk(4097, 4095, 4093), mnk(1, 4096, 4096), mnk(4096, 4096, 1)]
@@ -82,11 +83,12 @@ def stream_k_paths(case):
     if count >= blocks:
         yield "whole tiles, a wave at a time"
     steps = count % blocks * per_tile
-    first = [steps * b // blocks for b in range(blocks + 1)]
+    runs = max(1, min(blocks, steps))  # never more runs than steps: none is empty
+    first = [steps * b // runs for b in range(runs + 1)]
     sharing = {}  # split tile -> blocks with steps in it
-    for b in range(blocks):
+    for b in range(runs):
         lo, hi = first[b], first[b + 1]
-        if hi == lo:
+        if hi == lo:  # no split tiles at all
             continue
         for tile in range(lo // per_tile, cdiv(hi, per_tile)):
             sharing[tile] = sharing.get(tile, 0) + 1
